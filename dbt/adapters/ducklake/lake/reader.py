@@ -1,0 +1,566 @@
+"""Read the catalog as of one snapshot.
+
+Every method issues a fixed number of queries, whatever the number of files or rows:
+a table's full state (columns, files with their delete files and partition values,
+partition and sort specs, stats, inlined-data layout) is a constant handful of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from . import ddl
+from .codec import as_bool, decode_catalog_time, decode_inlined, decode_scalar
+from .errors import CatalogNotFoundError
+from .models import (
+    Change,
+    Column,
+    ColumnStats,
+    DataFile,
+    DeleteFile,
+    InlinedDataTable,
+    InlinedDelete,
+    InlinedRow,
+    PartitionField,
+    PartitionSpec,
+    SchemaInfo,
+    Snapshot,
+    SortField,
+    SortSpec,
+    TableColumnStats,
+    TableInfo,
+    TableState,
+    TableStats,
+    ViewInfo,
+)
+
+if TYPE_CHECKING:
+    from .lake import Lake
+
+
+def visible(alias: str) -> str:
+    """Row validity at snapshot `:snap` (begin inclusive, end exclusive)."""
+    return (
+        f"{alias}.begin_snapshot <= :snap AND "
+        f"({alias}.end_snapshot IS NULL OR {alias}.end_snapshot > :snap)"
+    )
+
+
+def split_changes(changes_made: str | None) -> tuple[Change, ...]:
+    """Split `a:1,created_table:"s"."x,y"` on commas outside double quotes."""
+    if not changes_made:
+        return ()
+    out: list[Change] = []
+    buf: list[str] = []
+    in_quotes = False
+    for ch in changes_made:
+        if ch == '"':
+            in_quotes = not in_quotes
+        if ch == "," and not in_quotes:
+            out.append(_change("".join(buf)))
+            buf = []
+        else:
+            buf.append(ch)
+    if buf:
+        out.append(_change("".join(buf)))
+    return tuple(out)
+
+
+def _change(entry: str) -> Change:
+    kind, _, value = entry.partition(":")
+    return Change(kind, value)
+
+
+def snapshot_from_row(row: Any) -> Snapshot:
+    return Snapshot(
+        snapshot_id=row.snapshot_id,
+        snapshot_time=decode_catalog_time(row.snapshot_time),
+        schema_version=row.schema_version,
+        next_catalog_id=row.next_catalog_id,
+        next_file_id=row.next_file_id,
+        changes=split_changes(row.changes_made),
+        author=row.author,
+        commit_message=row.commit_message,
+        commit_extra_info=row.commit_extra_info,
+    )
+
+
+def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = None) -> list[Column]:
+    """Column rows of one table at one snapshot -> top-level columns with children."""
+    comments = comments or {}
+    rows = sorted(rows, key=lambda r: (r.column_order, r.column_id))
+    children: dict[int | None, list[Any]] = defaultdict(list)
+    for r in rows:
+        children[r.parent_column].append(r)
+
+    def make(r: Any) -> Column:
+        return Column(
+            column_id=r.column_id,
+            name=r.column_name,
+            type=r.column_type,
+            nullable=bool(as_bool(r.nulls_allowed)),
+            order=r.column_order,
+            parent_id=r.parent_column,
+            initial_default=r.initial_default,
+            default_value=r.default_value,
+            default_value_type=r.default_value_type,
+            default_value_dialect=r.default_value_dialect,
+            begin_snapshot=r.begin_snapshot,
+            children=tuple(make(c) for c in children.get(r.column_id, [])),
+            comment=comments.get(r.column_id),
+        )
+
+    return [make(r) for r in children.get(None, [])]
+
+
+class CatalogReader:
+    """The catalog at snapshot `snapshot_id` of `lake`."""
+
+    def __init__(self, lake: Lake, snapshot: Snapshot):
+        self.lake = lake
+        self.snapshot = snapshot
+        self.snapshot_id = snapshot.snapshot_id
+
+    # -- plumbing --------------------------------------------------------------------
+    def _t(self, name: str) -> str:
+        return self.lake.qualified(name)
+
+    def _query(self, sql: str, **params: Any) -> Sequence[Any]:
+        params.setdefault("snap", self.snapshot_id)
+        with self.lake.connect() as conn:
+            return conn.execute(sa.text(sql), params).fetchall()
+
+    # -- schemas, tables, views ------------------------------------------------------
+    def schemas(self) -> list[SchemaInfo]:
+        rows = self._query(
+            f"""SELECT s.schema_id, s.schema_uuid, s.schema_name, s.path, s.path_is_relative,
+                       s.begin_snapshot, tg.value AS comment
+                FROM {self._t("ducklake_schema")} s
+                LEFT JOIN {self._t("ducklake_tag")} tg ON tg.object_id = s.schema_id
+                     AND tg."key" = 'comment' AND {visible("tg")}
+                WHERE {visible("s")} ORDER BY s.schema_id"""
+        )
+        return [
+            SchemaInfo(
+                r.schema_id,
+                str(r.schema_uuid),
+                r.schema_name,
+                r.path or "",
+                bool(as_bool(r.path_is_relative)),
+                r.begin_snapshot,
+                r.comment,
+            )
+            for r in rows
+        ]
+
+    def schema(self, name: str) -> SchemaInfo:
+        for s in self.schemas():
+            if s.name == name:
+                return s
+        raise CatalogNotFoundError(f"schema {name!r} does not exist at snapshot {self.snapshot_id}")
+
+    def tables(self, schema: str | None = None) -> list[TableInfo]:
+        where = " AND s.schema_name = :schema" if schema is not None else ""
+        rows = self._query(
+            f"""SELECT t.table_id, t.table_uuid, t.schema_id, s.schema_name, t.table_name,
+                       t.path, t.path_is_relative, t.begin_snapshot, tg.value AS comment
+                FROM {self._t("ducklake_table")} t
+                JOIN {self._t("ducklake_schema")} s ON s.schema_id = t.schema_id
+                     AND {visible("s")}
+                LEFT JOIN {self._t("ducklake_tag")} tg ON tg.object_id = t.table_id
+                     AND tg."key" = 'comment' AND {visible("tg")}
+                WHERE {visible("t")}{where} ORDER BY s.schema_name, t.table_name""",
+            schema=schema,
+        )
+        return [
+            TableInfo(
+                r.table_id,
+                str(r.table_uuid),
+                r.schema_id,
+                r.schema_name,
+                r.table_name,
+                r.path or "",
+                bool(as_bool(r.path_is_relative)),
+                r.begin_snapshot,
+                r.comment,
+            )
+            for r in rows
+        ]
+
+    def table(self, schema: str, name: str) -> TableInfo:
+        for t in self.tables(schema):
+            if t.name == name:
+                return t
+        raise CatalogNotFoundError(
+            f"table {schema}.{name} does not exist at snapshot {self.snapshot_id}"
+        )
+
+    def find_table(self, schema: str, name: str) -> TableInfo | None:
+        try:
+            return self.table(schema, name)
+        except CatalogNotFoundError:
+            return None
+
+    def table_by_id(self, table_id: int) -> TableInfo:
+        for t in self.tables():
+            if t.table_id == table_id:
+                return t
+        raise CatalogNotFoundError(
+            f"table id {table_id} does not exist at snapshot {self.snapshot_id}"
+        )
+
+    def views(self, schema: str | None = None) -> list[ViewInfo]:
+        where = " AND s.schema_name = :schema" if schema is not None else ""
+        rows = self._query(
+            f"""SELECT v.view_id, v.view_uuid, v.schema_id, s.schema_name, v.view_name,
+                       v.dialect, v."sql", v.column_aliases, v.begin_snapshot,
+                       tg.value AS comment
+                FROM {self._t("ducklake_view")} v
+                JOIN {self._t("ducklake_schema")} s ON s.schema_id = v.schema_id
+                     AND {visible("s")}
+                LEFT JOIN {self._t("ducklake_tag")} tg ON tg.object_id = v.view_id
+                     AND tg."key" = 'comment' AND {visible("tg")}
+                WHERE {visible("v")}{where} ORDER BY s.schema_name, v.view_name""",
+            schema=schema,
+        )
+        return [
+            ViewInfo(
+                r.view_id,
+                str(r.view_uuid),
+                r.schema_id,
+                r.schema_name,
+                r.view_name,
+                r.dialect,
+                r.sql,
+                r.column_aliases or None,
+                r.begin_snapshot,
+                r.comment,
+            )
+            for r in rows
+        ]
+
+    def view(self, schema: str, name: str) -> ViewInfo:
+        for v in self.views(schema):
+            if v.name == name:
+                return v
+        raise CatalogNotFoundError(
+            f"view {schema}.{name} does not exist at snapshot {self.snapshot_id}"
+        )
+
+    # -- columns -----------------------------------------------------------------------
+    def _column_rows(self, table_id: int) -> Sequence[Any]:
+        """Every version of every column of the table (small: one row per column change)."""
+        return self._query(
+            f"""SELECT column_id, begin_snapshot, end_snapshot, column_order, column_name,
+                       column_type, initial_default, default_value, nulls_allowed,
+                       parent_column, default_value_type, default_value_dialect
+                FROM {self._t("ducklake_column")} WHERE table_id = :tid""",
+            tid=table_id,
+        )
+
+    @staticmethod
+    def _rows_at(rows: Iterable[Any], snap: int) -> list[Any]:
+        return [
+            r
+            for r in rows
+            if r.begin_snapshot <= snap and (r.end_snapshot is None or r.end_snapshot > snap)
+        ]
+
+    def columns(self, table_id: int) -> list[Column]:
+        rows = self._rows_at(self._column_rows(table_id), self.snapshot_id)
+        return build_column_tree(rows, self._column_comments(table_id))
+
+    def _column_comments(self, table_id: int) -> dict[int, str]:
+        rows = self._query(
+            f"""SELECT ct.column_id, ct.value FROM {self._t("ducklake_column_tag")} ct
+                WHERE ct.table_id = :tid AND ct."key" = 'comment' AND {visible("ct")}""",
+            tid=table_id,
+        )
+        return {r.column_id: r.value for r in rows}
+
+    # -- files ---------------------------------------------------------------------------
+    def table_root(self, table: TableInfo) -> str:
+        """Absolute directory of a table's files (data path / schema path / table path)."""
+        if not table.path_is_relative:
+            return table.path
+        schema_path = self._schema_path(table.schema_id)
+        return schema_path + table.path
+
+    def _schema_path(self, schema_id: int) -> str:
+        rows = self._query(
+            f"""SELECT path, path_is_relative FROM {self._t("ducklake_schema")}
+                WHERE schema_id = :sid""",
+            sid=schema_id,
+        )
+        if not rows or rows[0].path is None:
+            return self.lake.data_path
+        path, relative = rows[0].path, as_bool(rows[0].path_is_relative)
+        return self.lake.data_path + path if relative else path
+
+    def data_files(self, table: TableInfo) -> list[DataFile]:
+        """Live data files with their live delete file and partition values (3 queries)."""
+        root = self.table_root(table)
+        rows = self._query(
+            f"""SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format,
+                       d.record_count, d.file_size_bytes, d.footer_size, d.row_id_start,
+                       d.begin_snapshot, d.partition_id, d.partial_max, d.mapping_id,
+                       d.file_order, d.encryption_key,
+                       del.delete_file_id, del.path AS del_path,
+                       del.path_is_relative AS del_rel, del.format AS del_format,
+                       del.delete_count, del.file_size_bytes AS del_size,
+                       del.footer_size AS del_footer, del.begin_snapshot AS del_begin,
+                       del.partial_max AS del_partial_max, del.encryption_key AS del_key
+                FROM {self._t("ducklake_data_file")} d
+                LEFT JOIN {self._t("ducklake_delete_file")} del
+                     ON del.data_file_id = d.data_file_id AND del.table_id = :tid
+                     AND {visible("del")}
+                WHERE d.table_id = :tid AND {visible("d")}
+                ORDER BY d.file_order, d.data_file_id""",
+            tid=table.table_id,
+        )
+        partition_values = self._partition_values(table.table_id)
+        out = []
+        for r in rows:
+            delete = None
+            if r.delete_file_id is not None:
+                del_rel = bool(as_bool(r.del_rel))
+                delete = DeleteFile(
+                    delete_file_id=r.delete_file_id,
+                    data_file_id=r.data_file_id,
+                    path=root + r.del_path if del_rel else r.del_path,
+                    stored_path=r.del_path,
+                    path_is_relative=del_rel,
+                    format=r.del_format,
+                    delete_count=r.delete_count,
+                    file_size_bytes=r.del_size,
+                    footer_size=r.del_footer,
+                    begin_snapshot=r.del_begin,
+                    partial_max=r.del_partial_max,
+                    encryption_key=r.del_key,
+                )
+            relative = bool(as_bool(r.path_is_relative))
+            out.append(
+                DataFile(
+                    data_file_id=r.data_file_id,
+                    path=root + r.path if relative else r.path,
+                    stored_path=r.path,
+                    path_is_relative=relative,
+                    file_format=r.file_format,
+                    record_count=r.record_count,
+                    file_size_bytes=r.file_size_bytes,
+                    footer_size=r.footer_size,
+                    row_id_start=r.row_id_start,
+                    begin_snapshot=r.begin_snapshot,
+                    partition_id=r.partition_id,
+                    partial_max=r.partial_max,
+                    mapping_id=r.mapping_id,
+                    file_order=r.file_order,
+                    encryption_key=r.encryption_key,
+                    delete_file=delete,
+                    partition_values=partition_values.get(r.data_file_id, ()),
+                )
+            )
+        return out
+
+    def _partition_values(self, table_id: int) -> dict[int, tuple[str | None, ...]]:
+        rows = self._query(
+            f"""SELECT pv.data_file_id, pv.partition_key_index, pv.partition_value
+                FROM {self._t("ducklake_file_partition_value")} pv
+                JOIN {self._t("ducklake_data_file")} d ON d.data_file_id = pv.data_file_id
+                WHERE pv.table_id = :tid AND {visible("d")}
+                ORDER BY pv.data_file_id, pv.partition_key_index""",
+            tid=table_id,
+        )
+        grouped: dict[int, list[str | None]] = defaultdict(list)
+        for r in rows:
+            grouped[r.data_file_id].append(r.partition_value)
+        return {k: tuple(v) for k, v in grouped.items()}
+
+    def file_column_stats(self, table_id: int) -> dict[int, dict[int, ColumnStats]]:
+        """Per live data file, per column: the footer stats registered with it."""
+        rows = self._query(
+            f"""SELECT fs.data_file_id, fs.column_id, fs.value_count, fs.null_count,
+                       fs.min_value, fs.max_value, fs.contains_nan, fs.column_size_bytes
+                FROM {self._t("ducklake_file_column_stats")} fs
+                JOIN {self._t("ducklake_data_file")} d ON d.data_file_id = fs.data_file_id
+                WHERE fs.table_id = :tid AND {visible("d")}""",
+            tid=table_id,
+        )
+        out: dict[int, dict[int, ColumnStats]] = defaultdict(dict)
+        for r in rows:
+            out[r.data_file_id][r.column_id] = ColumnStats(
+                r.column_id,
+                r.value_count,
+                r.null_count,
+                r.min_value,
+                r.max_value,
+                as_bool(r.contains_nan),
+                r.column_size_bytes,
+            )
+        return dict(out)
+
+    # -- layout --------------------------------------------------------------------------
+    def partition_spec(self, table_id: int) -> PartitionSpec | None:
+        rows = self._query(
+            f"""SELECT pi.partition_id, pc.partition_key_index, pc.column_id, pc."transform"
+                FROM {self._t("ducklake_partition_info")} pi
+                LEFT JOIN {self._t("ducklake_partition_column")} pc
+                     ON pc.partition_id = pi.partition_id AND pc.table_id = pi.table_id
+                WHERE pi.table_id = :tid AND {visible("pi")}
+                ORDER BY pc.partition_key_index""",
+            tid=table_id,
+        )
+        fields = tuple(
+            PartitionField(r.partition_key_index, r.column_id, r.transform)
+            for r in rows
+            if r.column_id is not None
+        )
+        if not rows or not fields:
+            return None
+        return PartitionSpec(rows[0].partition_id, fields)
+
+    def sort_spec(self, table_id: int) -> SortSpec | None:
+        rows = self._query(
+            f"""SELECT si.sort_id, se.sort_key_index, se.expression, se.dialect,
+                       se.sort_direction, se.null_order
+                FROM {self._t("ducklake_sort_info")} si
+                LEFT JOIN {self._t("ducklake_sort_expression")} se
+                     ON se.sort_id = si.sort_id AND se.table_id = si.table_id
+                WHERE si.table_id = :tid AND {visible("si")}
+                ORDER BY se.sort_key_index""",
+            tid=table_id,
+        )
+        fields = tuple(
+            SortField(r.sort_key_index, r.expression, r.dialect, r.sort_direction, r.null_order)
+            for r in rows
+            if r.expression is not None
+        )
+        if not rows or not fields:
+            return None
+        return SortSpec(rows[0].sort_id, fields)
+
+    # -- stats ---------------------------------------------------------------------------
+    def table_stats(self, table_id: int) -> tuple[TableStats | None, dict[int, TableColumnStats]]:
+        """Stats are not versioned in DuckLake: these are the latest values."""
+        rows = self._query(
+            f"""SELECT record_count, next_row_id, file_size_bytes
+                FROM {self._t("ducklake_table_stats")} WHERE table_id = :tid""",
+            tid=table_id,
+        )
+        stats = TableStats(*rows[0]) if rows else None
+        col_rows = self._query(
+            f"""SELECT column_id, contains_null, contains_nan, min_value, max_value
+                FROM {self._t("ducklake_table_column_stats")} WHERE table_id = :tid""",
+            tid=table_id,
+        )
+        col_stats = {
+            r.column_id: TableColumnStats(
+                r.column_id,
+                as_bool(r.contains_null),
+                as_bool(r.contains_nan),
+                r.min_value,
+                r.max_value,
+            )
+            for r in col_rows
+        }
+        return stats, col_stats
+
+    # -- inlined data --------------------------------------------------------------------
+    def inlined_tables(self, table_id: int) -> list[InlinedDataTable]:
+        """Inlined-data tables of a table with the column ids their columns hold.
+
+        A table created at schema version v has the table's top-level columns as of the
+        first snapshot with schema version v, in column order.
+        """
+        rows = self._query(
+            f"""SELECT it.table_name, it.schema_version,
+                       (SELECT MIN(s.snapshot_id) FROM {self._t("ducklake_snapshot")} s
+                        WHERE s.schema_version = it.schema_version) AS first_snapshot
+                FROM {self._t("ducklake_inlined_data_tables")} it
+                WHERE it.table_id = :tid ORDER BY it.schema_version""",
+            tid=table_id,
+        )
+        if not rows:
+            return []
+        column_rows = self._column_rows(table_id)
+        out = []
+        for r in rows:
+            at = r.first_snapshot if r.first_snapshot is not None else self.snapshot_id
+            top = build_column_tree(self._rows_at(column_rows, at))
+            out.append(
+                InlinedDataTable(
+                    r.table_name,
+                    r.schema_version,
+                    at,
+                    tuple(c.column_id for c in top),
+                    tuple(c.type for c in top),
+                )
+            )
+        return out
+
+    def inlined_rows(self, table_id: int, *, include_ended: bool = False) -> list[InlinedRow]:
+        """Inlined rows live at this snapshot (or every row begun by it), decoded.
+
+        Values are keyed by column id and decoded with the column's type *at the schema
+        version the row was written in*; callers map them onto the current columns.
+        """
+        out: list[InlinedRow] = []
+        column_rows = self._column_rows(table_id)
+        for it in self.inlined_tables(table_id):
+            cond = "begin_snapshot <= :snap"
+            if not include_ended:
+                cond += " AND (end_snapshot IS NULL OR end_snapshot > :snap)"
+            rows = self._query(
+                f"SELECT * FROM {self._t(it.name)} WHERE {cond} ORDER BY row_id",
+            )
+            top = build_column_tree(self._rows_at(column_rows, it.first_snapshot))
+            for r in rows:
+                values = {col.column_id: decode_inlined(col, r[3 + i]) for i, col in enumerate(top)}
+                out.append(InlinedRow(r[0], r[1], r[2], values))
+        return out
+
+    def inlined_deletes(self, table_id: int) -> list[InlinedDelete]:
+        name = ddl.inlined_delete_table_name(table_id)
+        if not self.lake.has_table(name):
+            return []
+        rows = self._query(
+            f"""SELECT file_id, row_id, begin_snapshot FROM {self._t(name)}
+                WHERE begin_snapshot <= :snap ORDER BY file_id, row_id"""
+        )
+        return [InlinedDelete(r.file_id, r.row_id, r.begin_snapshot) for r in rows]
+
+    # -- all of it -----------------------------------------------------------------------
+    def table_state(self, schema: str, name: str) -> TableState:
+        table = self.table(schema, name)
+        stats, col_stats = self.table_stats(table.table_id)
+        return TableState(
+            table=table,
+            columns=tuple(self.columns(table.table_id)),
+            data_files=tuple(self.data_files(table)),
+            partition=self.partition_spec(table.table_id),
+            sort=self.sort_spec(table.table_id),
+            stats=stats,
+            column_stats=col_stats,
+            inlined_tables=tuple(self.inlined_tables(table.table_id)),
+        )
+
+    def option(
+        self,
+        key: str,
+        *,
+        schema_id: int | None = None,
+        table_id: int | None = None,
+        default: str | None = None,
+    ) -> str | None:
+        return self.lake.option(key, schema_id=schema_id, table_id=table_id, default=default)
+
+
+def decode_default(column: Column) -> Any:
+    """The column's initial default as a Python value (None for NULL)."""
+    if column.initial_default is None or column.initial_default == "NULL":
+        return None
+    return decode_scalar(column.type, column.initial_default)

@@ -1,0 +1,283 @@
+"""Objects a transaction stages: drafts of schemas, tables and views with their changes.
+
+A transaction keeps the *state* it wants (column trees, partitioning, comments) next to
+the state it started from; the commit writes the difference. Data changes (files,
+deletes, inlined rows) are kept as an ordered list of operations.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import CatalogNotFoundError, InvalidChangeError
+from .models import Column, PartitionSpec, SortSpec
+from .types import ColumnSpec
+
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+PARTITION_TRANSFORMS = ("identity", "year", "month", "day", "hour", "bucket(N)")
+_BUCKET = re.compile(r"^bucket\((\d+)\)$")
+
+
+def object_path(name: str, object_uuid: str) -> str:
+    """DuckDB's directory for a schema or table: its name, or its uuid for odd names."""
+    return (name if _SAFE_PATH.match(name) else object_uuid) + "/"
+
+
+def new_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+def check_transform(transform: str) -> str:
+    t = transform.strip().lower()
+    if t in ("identity", "year", "month", "day", "hour") or _BUCKET.match(t):
+        return t
+    raise InvalidChangeError(
+        f"unknown partition transform {transform!r}; accepted: {', '.join(PARTITION_TRANSFORMS)}"
+    )
+
+
+@dataclass
+class ColumnDraft:
+    column_id: int
+    name: str
+    type: str
+    nullable: bool = True
+    initial_default: str | None = None
+    default_value: str | None = "NULL"
+    default_value_type: str | None = "literal"
+    default_value_dialect: str | None = "duckdb"
+    parent_id: int | None = None
+    order: int = 0
+    children: list[ColumnDraft] = field(default_factory=list)
+    comment: str | None = None
+
+    @classmethod
+    def from_column(cls, c: Column) -> ColumnDraft:
+        return cls(
+            column_id=c.column_id,
+            name=c.name,
+            type=c.type,
+            nullable=c.nullable,
+            initial_default=c.initial_default,
+            default_value=c.default_value,
+            default_value_type=c.default_value_type,
+            default_value_dialect=c.default_value_dialect,
+            parent_id=c.parent_id,
+            order=c.order,
+            children=[cls.from_column(ch) for ch in c.children],
+            comment=c.comment,
+        )
+
+    def walk(self) -> Iterator[ColumnDraft]:
+        yield self
+        for ch in self.children:
+            yield from ch.walk()
+
+    def row_fields(self) -> tuple[Any, ...]:
+        """What a `ducklake_column` row stores; a change in any of these is a new version."""
+        return (
+            self.name,
+            self.type,
+            self.nullable,
+            self.initial_default,
+            self.default_value,
+            self.default_value_type,
+            self.default_value_dialect,
+            self.parent_id,
+            self.order,
+        )
+
+    def to_column(self, begin_snapshot: int = -1) -> Column:
+        return Column(
+            column_id=self.column_id,
+            name=self.name,
+            type=self.type,
+            nullable=self.nullable,
+            order=self.order,
+            parent_id=self.parent_id,
+            initial_default=self.initial_default,
+            default_value=self.default_value,
+            default_value_type=self.default_value_type,
+            default_value_dialect=self.default_value_dialect,
+            begin_snapshot=begin_snapshot,
+            children=tuple(ch.to_column(begin_snapshot) for ch in self.children),
+            comment=self.comment,
+        )
+
+
+def drafts_from_spec(spec: ColumnSpec, first_id: int, parent: int | None) -> ColumnDraft:
+    """Assign ids pre-order from `first_id`, the way DuckDB numbers nested fields."""
+    nested = spec.type in ("list", "struct", "map")
+    draft = ColumnDraft(
+        column_id=first_id,
+        name=spec.name,
+        type=spec.type,
+        nullable=spec.nullable,
+        initial_default=spec.default,
+        default_value=spec.default if spec.default is not None else "NULL",
+        default_value_type="" if nested else "literal",
+        parent_id=parent,
+        order=first_id,
+    )
+    next_id = first_id + 1
+    for child in spec.children:
+        child_draft = drafts_from_spec(child, next_id, first_id)
+        draft.children.append(child_draft)
+        next_id += child.count()
+    return draft
+
+
+@dataclass
+class StagedSchema:
+    name: str
+    schema_id: int | None  # None until committed when created here
+    uuid: str
+    path: str
+    path_is_relative: bool = True
+    created: bool = False
+    dropped: bool = False
+    comment: str | None = None
+    comment_changed: bool = False
+
+    @property
+    def root_relative(self) -> str:
+        return self.path if self.path_is_relative else ""
+
+
+@dataclass
+class StagedTable:
+    """A table as this transaction sees it; writers use `columns` and `root` for files."""
+
+    schema: StagedSchema
+    name: str
+    table_id: int | None
+    uuid: str
+    path: str
+    root: str  # absolute directory for this table's files
+    columns: list[ColumnDraft]
+    next_column_id: int
+    created: bool = False
+    dropped: bool = False
+    base_name: str | None = None
+    base_columns: dict[int, ColumnDraft] = field(default_factory=dict)
+    base_partition: PartitionSpec | None = None
+    partition: list[tuple[int, str]] | None = None
+    partition_changed: bool = False
+    base_sort: SortSpec | None = None
+    sort: list[tuple[str, str, str]] | None = None  # (expression, ASC|DESC, NULLS_*)
+    sort_changed: bool = False
+    comment: str | None = None
+    comment_changed: bool = False
+    column_comments_changed: set[int] = field(default_factory=set)
+    has_data_changes: bool = False
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema.name}.{self.name}"
+
+    def column_list(self) -> list[Column]:
+        return [c.to_column() for c in self.columns]
+
+    def flat_columns(self) -> dict[int, ColumnDraft]:
+        return {d.column_id: d for c in self.columns for d in c.walk()}
+
+    def find(self, path: str | tuple[str, ...]) -> ColumnDraft:
+        names = (path,) if isinstance(path, str) else tuple(path)
+        level = self.columns
+        found: ColumnDraft | None = None
+        for name in names:
+            found = next((c for c in level if c.name == name), None)
+            if found is None:
+                raise CatalogNotFoundError(
+                    f"column {'.'.join(names)!r} does not exist in table {self.qualified_name}"
+                )
+            level = found.children
+        assert found is not None
+        return found
+
+    def siblings(self, path: str | tuple[str, ...]) -> list[ColumnDraft]:
+        names = (path,) if isinstance(path, str) else tuple(path)
+        if len(names) == 1:
+            return self.columns
+        return self.find(names[:-1]).children
+
+    @property
+    def columns_changed(self) -> bool:
+        if self.created:
+            return False
+        current = {k: v.row_fields() for k, v in self.flat_columns().items()}
+        base = {k: v.row_fields() for k, v in self.base_columns.items()}
+        return current != base
+
+
+@dataclass
+class StagedView:
+    schema: StagedSchema
+    name: str
+    view_id: int | None
+    uuid: str
+    dialect: str
+    sql: str
+    column_aliases: str | None
+    created: bool = False
+    dropped: bool = False
+    comment: str | None = None
+    comment_changed: bool = False
+
+
+@dataclass(frozen=True)
+class FileColumnStats:
+    """Footer statistics for one column of one data file (stats strings per the spec)."""
+
+    value_count: int | None = None
+    null_count: int | None = None
+    min_value: str | None = None
+    max_value: str | None = None
+    contains_nan: bool | None = None
+    column_size_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DataFileSpec:
+    """A written Parquet file to register. `path` is relative to the table root."""
+
+    path: str
+    record_count: int
+    file_size_bytes: int
+    footer_size: int | None = None
+    column_stats: dict[int, FileColumnStats] = field(default_factory=dict)
+    partition_values: tuple[str | None, ...] | None = None
+    path_is_relative: bool = True
+    row_id_start: int | None = None  # set when rows keep ids they already had
+    partial_max: int | None = None
+    begin_snapshot: int | None = None
+
+
+@dataclass(frozen=True)
+class DeleteFileSpec:
+    """A positional delete file for one data file.
+
+    When the data file already has a live delete file, the new file must hold all of
+    its positions too, with `_ducklake_internal_snapshot_id` per position (a partial
+    delete file); the commit replaces the old one as DuckDB does.
+    """
+
+    data_file_id: int
+    path: str
+    delete_count: int
+    file_size_bytes: int
+    footer_size: int | None = None
+    path_is_relative: bool = True
+    # partial files: min / max `_ducklake_internal_snapshot_id` they hold (DuckDB stamps
+    # new positions with `Transaction.stamp_snapshot_id`)
+    begin_snapshot: int | None = None
+    partial_max: int | None = None
+
+
+def with_name(draft: ColumnDraft, name: str) -> ColumnDraft:
+    return replace(draft, name=name)
