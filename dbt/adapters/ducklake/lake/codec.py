@@ -231,7 +231,9 @@ def nested_to_text(column: Column, value: Any) -> str:
 
 
 def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    # DuckDB's VARCHAR -> nested cast un-escapes backslashes inside quotes ('' is not an
+    # escape there), so this is the spelling that reads back as written.
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class _NestedParser:
@@ -252,13 +254,31 @@ class _NestedParser:
             return self.list_()
         if ch == "{":
             return self.brace()
-        if ch in ("'", '"'):
-            return self.quoted()
-        start = self.pos
+        return self.scalar(stops)
+
+    def scalar(self, stops: str) -> str | None:
+        """A leaf the way DuckDB's cast reads it: quoted runs (backslash escapes inside)
+        and bare runs concatenate; an unquoted NULL is NULL; bare ends are trimmed."""
+        parts: list[str] = []
+        quoted_any = False
+        bare_tail = 0  # length of the trailing unquoted run, which DuckDB trims
         while self.pos < len(self.text) and self.text[self.pos] not in stops:
+            ch = self.text[self.pos]
+            if ch in ("'", '"'):
+                quoted_any = True
+                parts.append(self.quoted())
+                bare_tail = 0
+                continue
+            parts.append(ch)
+            bare_tail += 1
             self.pos += 1
-        token = self.text[start : self.pos].strip()
-        return None if token == "NULL" else token
+        token = "".join(parts)
+        if not quoted_any:
+            token = token.strip()
+            return None if token == "NULL" else token
+        if bare_tail:
+            token = token[:-bare_tail] + token[-bare_tail:].rstrip()
+        return token
 
     def quoted(self) -> str:
         q = self.text[self.pos]
@@ -271,10 +291,6 @@ class _NestedParser:
                 self.pos += 2
                 continue
             if ch == q:
-                if self.text.startswith(q * 2, self.pos):
-                    out.append(q)
-                    self.pos += 2
-                    continue
                 self.pos += 1
                 return "".join(out)
             out.append(ch)

@@ -505,21 +505,30 @@ class CatalogReader:
     def inlined_rows(self, table_id: int, *, include_ended: bool = False) -> list[InlinedRow]:
         """Inlined rows live at this snapshot (or every row begun by it), decoded.
 
-        Values are keyed by column id and decoded with the column's type *at the schema
-        version the row was written in*; callers map them onto the current columns.
+        Each row was written under some older column layout; its values are mapped onto
+        the table's columns at this snapshot by field id (renamed fields follow their
+        id, added ones get their initial default, dropped ones disappear), like DuckDB.
         """
         out: list[InlinedRow] = []
         column_rows = self._column_rows(table_id)
+        current = build_column_tree(self._rows_at(column_rows, self.snapshot_id))
         for it in self.inlined_tables(table_id):
             cond = "begin_snapshot <= :snap"
             if not include_ended:
                 cond += " AND (end_snapshot IS NULL OR end_snapshot > :snap)"
-            rows = self._query(
-                f"SELECT * FROM {self._t(it.name)} WHERE {cond} ORDER BY row_id",
-            )
-            top = build_column_tree(self._rows_at(column_rows, it.first_snapshot))
+            rows = self._query(f"SELECT * FROM {self._t(it.name)} WHERE {cond} ORDER BY row_id")
+            old = build_column_tree(self._rows_at(column_rows, it.first_snapshot))
+            old_by_id = {c.column_id: (i, c) for i, c in enumerate(old)}
             for r in rows:
-                values = {col.column_id: decode_inlined(col, r[3 + i]) for i, col in enumerate(top)}
+                values = {}
+                for col in current:
+                    if col.column_id in old_by_id:
+                        i, old_col = old_by_id[col.column_id]
+                        values[col.column_id] = project(
+                            old_col, col, decode_inlined(old_col, r[3 + i])
+                        )
+                    else:
+                        values[col.column_id] = decode_default(col)
                 out.append(InlinedRow(r[0], r[1], r[2], values))
         return out
 
@@ -564,3 +573,29 @@ def decode_default(column: Column) -> Any:
     if column.initial_default is None or column.initial_default == "NULL":
         return None
     return decode_scalar(column.type, column.initial_default)
+
+
+def project(old: Column, new: Column, value: Any) -> Any:
+    """Re-shape a value written under column `old` to the current column `new` (same id)."""
+    if value is None:
+        return None
+    if new.type == "struct":
+        old_children = {c.column_id: c for c in old.children}
+        out = {}
+        for child in new.children:
+            src = old_children.get(child.column_id)
+            out[child.name] = (
+                project(src, child, value.get(src.name))
+                if src is not None
+                else decode_default(child)
+            )
+        return out
+    if new.type == "list":
+        return [project(old.children[0], new.children[0], v) for v in value]
+    if new.type == "map":
+        ok, ov = old.children
+        nk, nv = new.children
+        return {project(ok, nk, k): project(ov, nv, v) for k, v in value.items()}
+    if new.type != old.type:
+        return decode_scalar(new.type, value)
+    return value
