@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -162,11 +163,24 @@ class Lake:
 
     @contextmanager
     def write_connection(self) -> Iterator[Connection]:
-        """A write transaction: on SQLite it holds the write lock from its first statement."""
+        """A write transaction that other dbt-ducklake writers wait for.
+
+        SQLite: `BEGIN IMMEDIATE` holds the write lock from the start. PostgreSQL: a
+        transaction-scoped advisory lock per catalog, so our writers queue instead of
+        starving each other on snapshot-id collisions; DuckDB writers (which do not
+        take it) still collide on the primary key and are retried.
+        """
         with self.engine.connect() as conn:
             conn = conn.execution_options(**{WRITE_OPTION: True})
             with conn.begin():
+                if self.backend == "postgres":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": self._lock_key})
                 yield conn
+
+    @property
+    def _lock_key(self) -> int:
+        digest = zlib.crc32(f"dbt-ducklake:{self.metadata_schema or ''}".encode())
+        return digest - (1 << 31)
 
     def has_table(self, name: str, conn: Connection | None = None, refresh: bool = False) -> bool:
         if name in self._existing_tables and not refresh:
