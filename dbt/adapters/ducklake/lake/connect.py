@@ -136,12 +136,14 @@ def create_metadata_engine(loc: MetadataLocation) -> Engine:
             raise MetadataConfigError(
                 f"metadata SQLite file {loc.sqlite_path}: directory {directory} does not exist"
             )
+        # sqlite3's `timeout` is SQLite's busy timeout; isolation_level=None hands
+        # transaction control to the `begin` hook below. No pooling: a DuckDB process
+        # attached to the same file only sees our commits once our connection closes.
         engine = sa.create_engine(
             loc.url,
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None},
             poolclass=sa.pool.NullPool,
         )
-        event.listen(engine, "connect", _sqlite_on_connect)
         event.listen(engine, "begin", _sqlite_begin_immediate)
         return engine
     if loc.conninfo:
@@ -156,11 +158,16 @@ def create_metadata_engine(loc: MetadataLocation) -> Engine:
     return sa.create_engine(loc.url, pool_pre_ping=True)
 
 
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-    cur.execute("PRAGMA journal_mode = WAL")
-    cur.close()
+def ensure_wal(engine: Engine) -> None:
+    """WAL is a property of the database file: set once, readers never block the writer."""
+    raw = engine.raw_connection()  # autocommit: the pragma cannot run inside BEGIN
+    try:
+        cursor = raw.cursor()
+        if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+    finally:
+        raw.close()
 
 
 WRITE_OPTION = "ducklake_write"

@@ -21,6 +21,7 @@ from .connect import (
     MetadataLocation,
     check_reachable,
     create_metadata_engine,
+    ensure_wal,
     parse_metadata,
 )
 from .errors import CatalogNotFoundError, FormatVersionError, MetadataConfigError
@@ -77,6 +78,8 @@ class Lake:
         schema = metadata_schema if location.backend == "postgres" else None
         engine = create_metadata_engine(location)
         check_reachable(engine, location)
+        if location.backend == "sqlite":
+            ensure_wal(engine)
         lake = cls(location, engine, schema, "", "")
         if not lake.has_table("ducklake_metadata"):
             if not create:

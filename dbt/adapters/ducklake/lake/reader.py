@@ -8,10 +8,12 @@ partition and sort specs, stats, inlined-data layout) is a constant handful of q
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from . import ddl
 from .codec import as_bool, decode_catalog_time, decode_inlined, decode_scalar
@@ -124,6 +126,20 @@ class CatalogReader:
         self.lake = lake
         self.snapshot = snapshot
         self.snapshot_id = snapshot.snapshot_id
+        self._conn: Connection | None = None
+
+    @contextmanager
+    def session(self) -> Iterator[CatalogReader]:
+        """Run several reads on one connection and one read transaction."""
+        if self._conn is not None:
+            yield self
+            return
+        with self.lake.connect() as conn:
+            self._conn = conn
+            try:
+                yield self
+            finally:
+                self._conn = None
 
     # -- plumbing --------------------------------------------------------------------
     def _t(self, name: str) -> str:
@@ -131,6 +147,8 @@ class CatalogReader:
 
     def _query(self, sql: str, **params: Any) -> Sequence[Any]:
         params.setdefault("snap", self.snapshot_id)
+        if self._conn is not None:
+            return self._conn.execute(sa.text(sql), params).fetchall()
         with self.lake.connect() as conn:
             return conn.execute(sa.text(sql), params).fetchall()
 
@@ -544,18 +562,19 @@ class CatalogReader:
 
     # -- all of it -----------------------------------------------------------------------
     def table_state(self, schema: str, name: str) -> TableState:
-        table = self.table(schema, name)
-        stats, col_stats = self.table_stats(table.table_id)
-        return TableState(
-            table=table,
-            columns=tuple(self.columns(table.table_id)),
-            data_files=tuple(self.data_files(table)),
-            partition=self.partition_spec(table.table_id),
-            sort=self.sort_spec(table.table_id),
-            stats=stats,
-            column_stats=col_stats,
-            inlined_tables=tuple(self.inlined_tables(table.table_id)),
-        )
+        with self.session():
+            table = self.table(schema, name)
+            stats, col_stats = self.table_stats(table.table_id)
+            return TableState(
+                table=table,
+                columns=tuple(self.columns(table.table_id)),
+                data_files=tuple(self.data_files(table)),
+                partition=self.partition_spec(table.table_id),
+                sort=self.sort_spec(table.table_id),
+                stats=stats,
+                column_stats=col_stats,
+                inlined_tables=tuple(self.inlined_tables(table.table_id)),
+            )
 
     def option(
         self,
