@@ -104,10 +104,9 @@ def write_data_file(
     columns = table.column_list()
     schema = pa.schema([arrow_field(c) for c in columns])
     data = {c.name: [r[i] for r in rows] for i, c in enumerate(columns)}
-    if any(c.type == "map" for c in columns):
-        for i, c in enumerate(columns):
-            if c.type == "map":
-                data[c.name] = [list(v.items()) if isinstance(v, dict) else v for v in data[c.name]]
+    for c in columns:
+        if c.type == "map":
+            data[c.name] = [list(v.items()) if isinstance(v, dict) else v for v in data[c.name]]
     arrow_table = pa.table(data, schema=schema)
     name = f"{subdir}ducklake-{uuid.uuid4()}.parquet"
     path = table.root + name

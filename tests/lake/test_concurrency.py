@@ -148,7 +148,8 @@ def test_primary_key_collision_is_retried_with_fresh_ids(pg_catalog: Catalog) ->
         (base.snapshot_id + 1, base.schema_version, base.next_catalog_id, base.next_file_id),
     )
     foreign.execute(
-        "INSERT INTO ducklake_snapshot_changes VALUES (%s, 'inlined_insert:999', 'other', NULL, NULL)",
+        "INSERT INTO ducklake_snapshot_changes "
+        "VALUES (%s, 'inlined_insert:999', 'other', NULL, NULL)",
         (base.snapshot_id + 1,),
     )
     tx = lake.transaction(commit_message="ours")

@@ -92,20 +92,17 @@ def test_table_state_queries_do_not_grow_with_files(catalog: Catalog) -> None:
 
 def test_commit_rows_are_proportional_to_the_change(catalog: Catalog) -> None:
     lake = _table_with_files(catalog, 20)
-    with counting(lake) as small_table:
-        with lake.transaction() as tx:
-            tx.add_data_files(tx.table("main", "t"), _fake_files(1, 100))
+    with counting(lake) as small_table, lake.transaction() as tx:
+        tx.add_data_files(tx.table("main", "t"), _fake_files(1, 100))
     with lake.transaction() as tx:
         tx.add_data_files(tx.table("main", "t"), _fake_files(1500, 200))
-    with counting(lake) as big_table:
-        with lake.transaction() as tx:
-            tx.add_data_files(tx.table("main", "t"), _fake_files(1, 5000))
+    with counting(lake) as big_table, lake.transaction() as tx:
+        tx.add_data_files(tx.table("main", "t"), _fake_files(1, 5000))
     # same work for one file whether the table has 21 or 1,521 files
     assert big_table.statements == small_table.statements
     assert big_table.rows == small_table.rows
-    with counting(lake) as three_files:
-        with lake.transaction() as tx:
-            tx.add_data_files(tx.table("main", "t"), _fake_files(3, 9000))
+    with counting(lake) as three_files, lake.transaction() as tx:
+        tx.add_data_files(tx.table("main", "t"), _fake_files(3, 9000))
     # two more files: two more file rows, four more stats rows, two more partition rows
     assert three_files.statements == big_table.statements
     assert three_files.rows == big_table.rows + 2 * (1 + 2 + 1)

@@ -27,7 +27,8 @@ def _physical_schema(cat: Catalog) -> dict[str, list[tuple[str, str, bool]]]:
     dbname = cat.duckdb_attach.split("dbname=")[1].split()[0]
     with psycopg.connect(f"host=127.0.0.1 dbname={dbname}") as con:
         rows = con.execute(
-            """SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
+            """SELECT table_name, column_name, data_type, is_nullable
+               FROM information_schema.columns
                WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"""
         ).fetchall()
     out: dict[str, list[tuple[str, str, bool]]] = {}

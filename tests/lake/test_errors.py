@@ -57,7 +57,7 @@ def test_wrong_format_version_is_refused(catalog: Catalog) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     with lake.engine.begin() as conn:
         conn.execute(sa.text("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'"))
-    with pytest.raises(FormatVersionError, match="'0.3'.*format 1.0"):
+    with pytest.raises(FormatVersionError, match=r"'0\.3'.*format 1\.0"):
         Lake.open(catalog.metadata)
 
 
@@ -167,9 +167,11 @@ def test_require_commit_message(catalog: Catalog) -> None:
     with lake.transaction() as tx:
         tx.set_option("require_commit_message", True)
     before = lake.latest_snapshot()
-    with pytest.raises(CommitMessageRequiredError, match="requires a commit message"):
-        with lake.transaction() as tx:
-            tx.create_table("main", "x", [ColumnSpec("a", "int32")])
+    with (
+        pytest.raises(CommitMessageRequiredError, match="requires a commit message"),
+        lake.transaction() as tx,
+    ):
+        tx.create_table("main", "x", [ColumnSpec("a", "int32")])
     assert lake.latest_snapshot() == before
     with lake.transaction(commit_message="explained") as tx:
         tx.create_table("main", "x", [ColumnSpec("a", "int32")])
@@ -201,7 +203,8 @@ def test_options_resolve_table_over_schema_over_global(catalog: Catalog) -> None
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)
     opts = con.execute(
-        "SELECT option_name, value, scope FROM lake.options() WHERE option_name = 'target_file_size'"
+        "SELECT option_name, value, scope FROM lake.options() "
+        "WHERE option_name = 'target_file_size'"
     ).fetchall()
     assert {(o[1], o[2]) for o in opts} >= {("100", "GLOBAL"), ("300", "TABLE")}
     con.close()
