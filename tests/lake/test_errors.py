@@ -206,5 +206,5 @@ def test_options_resolve_table_over_schema_over_global(catalog: Catalog) -> None
         "SELECT option_name, value, scope FROM lake.options() "
         "WHERE option_name = 'target_file_size'"
     ).fetchall()
-    assert {(o[1], o[2]) for o in opts} >= {("100", "GLOBAL"), ("300", "TABLE")}
+    assert {(o[1], o[2]) for o in opts} == {("100", "GLOBAL"), ("250", "SCHEMA"), ("300", "TABLE")}
     con.close()
