@@ -20,6 +20,7 @@ from . import ddl
 from .changes import format_changes, qualified_name, quote_name
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
 from .models import Change, Column, Snapshot
+from .options import OptionRow, resolve_option
 from .reader import snapshot_from_row, visible
 from .staged import ColumnDraft, DataFileSpec, DeleteFileSpec, StagedSchema, StagedTable
 from .types import FLOAT_TYPES, NESTED_TYPES, merge_max, merge_min
@@ -85,7 +86,7 @@ class CommitContext:
         self.stats: dict[int, _Stats] = {}
         self.inline_only_tables: set[int] = set()
         self.file_tables: set[int] = set()
-        self._options: list[tuple[str, str, str | None, int | None]] = [
+        self._options: list[OptionRow] = [
             (r[0], r[1], r[2], r[3])
             for r in conn.execute(
                 sa.text(
@@ -122,18 +123,7 @@ class CommitContext:
         self.changes.append(Change(kind, str(value)))
 
     def option(self, key: str, schema_id: int | None, table_id: int | None) -> str | None:
-        found: dict[str | None, str] = {}
-        for k, value, scope, scope_id in self._options:
-            if k == key and (
-                scope is None
-                or (scope == "schema" and scope_id == schema_id)
-                or (scope == "table" and scope_id == table_id)
-            ):
-                found[scope] = value
-        for scope in ("table", "schema", None):
-            if scope in found:
-                return found[scope]
-        return None
+        return resolve_option(self._options, key, schema_id=schema_id, table_id=table_id)
 
     def end_rows(self, table: str, where: str, **params: Any) -> None:
         self.run(

@@ -26,6 +26,7 @@ from .connect import (
 )
 from .errors import CatalogNotFoundError, FormatVersionError, MetadataConfigError
 from .models import Snapshot
+from .options import OptionRow, resolve_option
 from .reader import CatalogReader, snapshot_from_row
 
 CREATED_BY = "dbt-ducklake"
@@ -252,7 +253,7 @@ class Lake:
         return CatalogReader(self, self.snapshot(at))
 
     # -- options -------------------------------------------------------------------
-    def options(self) -> list[tuple[str, str, str | None, int | None]]:
+    def options(self) -> list[OptionRow]:
         with self.connect() as conn:
             rows = conn.execute(
                 sa.text(
@@ -271,20 +272,9 @@ class Lake:
         default: str | None = None,
     ) -> str | None:
         """Resolve an option with DuckLake's precedence: table > schema > global > default."""
-        found: dict[str | None, str] = {}
-        for k, value, scope, scope_id in self.options():
-            if k != key:
-                continue
-            if (
-                scope is None
-                or (scope == "schema" and scope_id == schema_id)
-                or (scope == "table" and scope_id == table_id)
-            ):
-                found[scope] = value
-        for scope in ("table", "schema", None):
-            if scope in found:
-                return found[scope]
-        return default
+        return resolve_option(
+            self.options(), key, schema_id=schema_id, table_id=table_id, default=default
+        )
 
     # -- writing -------------------------------------------------------------------
     def transaction(

@@ -576,16 +576,6 @@ class CatalogReader:
                 inlined_tables=tuple(self.inlined_tables(table.table_id)),
             )
 
-    def option(
-        self,
-        key: str,
-        *,
-        schema_id: int | None = None,
-        table_id: int | None = None,
-        default: str | None = None,
-    ) -> str | None:
-        return self.lake.option(key, schema_id=schema_id, table_id=table_id, default=default)
-
 
 def decode_default(column: Column) -> Any:
     """The column's initial default as a Python value (None for NULL)."""

@@ -296,25 +296,17 @@ class Transaction:
             created=True,
             comment=comment,
         )
-        # a dropped table of the same name stays staged for its drop
+        # a table of the same name dropped earlier in this transaction stays in
+        # `_table_order` (before this one), so the commit ends it before creating this
         old = self._tables.get((schema, name))
         if old is not None and old.dropped:
-            self._table_order.remove(old)
-            self._table_order.append(old)
             del self._tables[(schema, name)]
-            self._dropped_holder.append(old)
         self._remember(staged)
         if partition_by:
             self.set_partitioned_by(staged, partition_by)
         if sort_by:
             self.set_sorted_by(staged, sort_by)
         return staged
-
-    @property
-    def _dropped_holder(self) -> list[StagedTable]:
-        if not hasattr(self, "_dropped_tables"):
-            self._dropped_tables: list[StagedTable] = []
-        return self._dropped_tables
 
     def all_tables(self) -> list[StagedTable]:
         """Every table this transaction touched, drops of replaced tables first."""
@@ -326,10 +318,11 @@ class Transaction:
                 return
             raise CatalogNotFoundError(f"table {schema}.{name} does not exist")
         staged = self.table(schema, name)
+        # data staged for a table that goes away is moot
+        self.data_ops = [op for op in self.data_ops if op.table is not staged]
         if staged.created:
             del self._tables[(schema, name)]
             self._table_order.remove(staged)
-            self.data_ops = [op for op in self.data_ops if op.table is not staged]
             return
         staged.dropped = True
 

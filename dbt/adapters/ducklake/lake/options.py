@@ -1,0 +1,30 @@
+"""DuckLake options (`ducklake_metadata` rows) and their scoping."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+OptionRow = tuple[str, str, str | None, int | None]  # key, value, scope, scope_id
+
+
+def resolve_option(
+    rows: Iterable[OptionRow],
+    key: str,
+    *,
+    schema_id: int | None = None,
+    table_id: int | None = None,
+    default: str | None = None,
+) -> str | None:
+    """DuckLake's precedence: table scope, then schema, then global, then the default."""
+    found: dict[str | None, str] = {}
+    for k, value, scope, scope_id in rows:
+        if k == key and (
+            scope is None
+            or (scope == "schema" and scope_id == schema_id)
+            or (scope == "table" and scope_id == table_id)
+        ):
+            found[scope] = value
+    for scope in ("table", "schema", None):
+        if scope in found:
+            return found[scope]
+    return default
