@@ -1,0 +1,1 @@
+{#- ducklake__ dispatch implementations live in this folder, one verb per file. -#}
