@@ -8,7 +8,7 @@ top-level lists and maps get the full alphabet.
 from __future__ import annotations
 
 import duckdb
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.ducklake.lake.codec import decode_inlined, nested_to_text
@@ -47,7 +47,7 @@ CASES = {
 cases = st.sampled_from(sorted(CASES)).flatmap(lambda t: st.tuples(st.just(t), CASES[t]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(cases)
 def test_our_text_casts_back_to_the_value_in_duckdb(case: tuple) -> None:
     sql_type, value = case
@@ -56,7 +56,7 @@ def test_our_text_casts_back_to_the_value_in_duckdb(case: tuple) -> None:
     assert back == value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(cases)
 def test_duckdb_text_decodes_like_duckdb_reads_it(case: tuple) -> None:
     sql_type, value = case
@@ -64,7 +64,12 @@ def test_duckdb_text_decodes_like_duckdb_reads_it(case: tuple) -> None:
     (as_text,) = _con.execute(
         f"SELECT CAST(CAST(? AS {sql_type}) AS VARCHAR)", [nested_to_text(column, value)]
     ).fetchone()
-    (duck_reads,) = _con.execute(f"SELECT CAST(? AS {sql_type})", [as_text]).fetchone()
+    try:
+        (duck_reads,) = _con.execute(f"SELECT CAST(? AS {sql_type})", [as_text]).fetchone()
+    except duckdb.ConversionException:
+        # DuckDB cannot read some of its own output (e.g. a bare backslash map key);
+        # there is then no DuckDB reading to agree with
+        assume(False)
     assert decode_inlined(column, as_text) == duck_reads
 
 

@@ -679,12 +679,10 @@ class CommitContext:
     def latest_inlined_table(self, t: StagedTable) -> str:
         """The newest inlined table when its layout is the table's; else create one."""
         assert t.table_id is not None
-        for it in reversed(self.lake.catalog(None).inlined_tables(t.table_id)):
-            current = tuple(c.column_id for c in t.columns)
-            types = tuple(c.type for c in t.columns)
-            if it.column_ids == current and it.column_types == types:
-                return it.name
-            break
+        existing = self.lake.catalog(None).inlined_tables(t.table_id)
+        layout = (tuple(c.column_id for c in t.columns), tuple(c.type for c in t.columns))
+        if existing and (existing[-1].column_ids, existing[-1].column_types) == layout:
+            return existing[-1].name
         self.schema_version += 1  # DuckDB bumps the version for a lazily created table
         name = self.create_inlined_table(t)
         if name is None:

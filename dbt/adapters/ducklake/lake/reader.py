@@ -280,6 +280,10 @@ class CatalogReader:
             tid=table_id,
         )
 
+    def max_column_id(self, table_id: int) -> int:
+        """Highest column id the table ever used: new columns must never reuse one."""
+        return max((r.column_id for r in self._column_rows(table_id)), default=0)
+
     @staticmethod
     def _rows_at(rows: Iterable[Any], snap: int) -> list[Any]:
         return [

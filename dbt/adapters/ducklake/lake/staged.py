@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CatalogNotFoundError, InvalidChangeError
@@ -144,9 +144,9 @@ class StagedSchema:
     comment: str | None = None
     comment_changed: bool = False
 
-    @property
-    def root_relative(self) -> str:
-        return self.path if self.path_is_relative else ""
+    def directory(self, data_path: str) -> str:
+        """Absolute directory of this schema's tables."""
+        return data_path + self.path if self.path_is_relative else self.path
 
 
 @dataclass
@@ -174,7 +174,6 @@ class StagedTable:
     comment: str | None = None
     comment_changed: bool = False
     column_comments_changed: set[int] = field(default_factory=set)
-    has_data_changes: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -277,7 +276,3 @@ class DeleteFileSpec:
     # new positions with `Transaction.stamp_snapshot_id`)
     begin_snapshot: int | None = None
     partial_max: int | None = None
-
-
-def with_name(draft: ColumnDraft, name: str) -> ColumnDraft:
-    return replace(draft, name=name)

@@ -222,7 +222,7 @@ class Transaction:
             raise CatalogNotFoundError(f"table {schema}.{name} does not exist")
         columns = self.catalog.columns(info.table_id)
         drafts = [ColumnDraft.from_column(c) for c in columns]
-        all_ids = [r.column_id for r in self.catalog._column_rows(info.table_id)]
+        max_column_id = self.catalog.max_column_id(info.table_id)
         staged = StagedTable(
             schema=staged_schema,
             name=name,
@@ -231,7 +231,7 @@ class Transaction:
             path=info.path,
             root=self.catalog.table_root(info),
             columns=drafts,
-            next_column_id=max(all_ids, default=0) + 1,
+            next_column_id=max_column_id + 1,
             base_name=name,
             base_columns={
                 d.column_id: ColumnDraft.from_column(d.to_column())
@@ -290,7 +290,7 @@ class Transaction:
             table_id=None,
             uuid=tid_uuid,
             path=path,
-            root=self.lake.data_path + staged_schema.root_relative + path,
+            root=staged_schema.directory(self.lake.data_path) + path,
             columns=drafts,
             next_column_id=next_id,
             created=True,
@@ -309,8 +309,9 @@ class Transaction:
         return staged
 
     def all_tables(self) -> list[StagedTable]:
-        """Every table this transaction touched, drops of replaced tables first."""
-        return [t for t in self._table_order]
+        """Every table this transaction touched, in staging order (so a dropped table
+        comes before the table that replaces its name)."""
+        return list(self._table_order)
 
     def drop_table(self, schema: str, name: str, *, if_exists: bool = False) -> None:
         if not self.has_table(schema, name):
@@ -561,7 +562,6 @@ class Transaction:
             raise InvalidChangeError(
                 f"table {table.qualified_name} was dropped in this transaction"
             )
-        table.has_data_changes = True
         self.data_ops.append(DataOp(kind, table, payload))
 
     def add_data_files(self, table: StagedTable, files: Iterable[DataFileSpec]) -> None:
