@@ -61,3 +61,28 @@ def _make_catalog(backend: str, tmp_path) -> Iterator[Catalog]:
     finally:
         with _pg_admin() as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession for the whole test run (JVM start costs ~7 s)."""
+    os.environ["TZ"] = "UTC"
+    import time
+
+    time.tzset()
+    from dbt.adapters.ducklake.spark.session import SessionConfig, get_session, stop_session
+
+    session = get_session(
+        SessionConfig(
+            master="local[2]",
+            conf={
+                "spark.sql.shuffle.partitions": "2",
+                "spark.default.parallelism": "2",
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "2g",
+            },
+        )
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    stop_session()

@@ -179,6 +179,22 @@ class StagedTable:
     def qualified_name(self) -> str:
         return f"{self.schema.name}.{self.name}"
 
+    def current_partition(self) -> list[tuple[int, str]]:
+        """(column id, transform) in effect once this transaction commits."""
+        if self.partition_changed or self.created:
+            return list(self.partition or [])
+        if self.base_partition is None:
+            return []
+        return [(f.column_id, f.transform) for f in self.base_partition.fields]
+
+    def current_sort(self) -> list[tuple[str, str, str]]:
+        """(expression, ASC|DESC, NULLS_FIRST|NULLS_LAST) in effect once this commits."""
+        if self.sort_changed or self.created:
+            return list(self.sort or [])
+        if self.base_sort is None:
+            return []
+        return [(f.expression, f.direction, f.null_order) for f in self.base_sort.fields]
+
     def column_list(self) -> list[Column]:
         return [c.to_column() for c in self.columns]
 

@@ -1,0 +1,1 @@
+"""The Spark engine: scans and writes of DuckLake tables. Imports lake/ and pyspark, never dbt."""

@@ -1,0 +1,296 @@
+"""Parquet files as DuckLake wants them, written with pyarrow inside Spark tasks.
+
+Spark's own Parquet writer cannot put field ids on list elements or map keys/values,
+and DuckDB needs them; so executors write each file with pyarrow (every field id set,
+INT64 microsecond timestamps) and report the file's footer facts back as one small row.
+Nothing here imports pyspark: it runs inside Python workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..lake.codec import stats_string
+from ..lake.models import Column
+from ..lake.types import (
+    FLOAT_TYPES,
+    NESTED_TYPES,
+    decimal_params,
+    is_decimal,
+    merge_max,
+    merge_min,
+)
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+
+_ARROW: dict[str, pa.DataType] = {
+    "boolean": pa.bool_(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "uint8": pa.uint8(),
+    "uint16": pa.uint16(),
+    "uint32": pa.uint32(),
+    "uint64": pa.uint64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "varchar": pa.string(),
+    "json": pa.string(),
+    "blob": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+    "timestamptz": pa.timestamp("us", tz="UTC"),
+}
+
+
+def _fid(column_id: int) -> dict[bytes, bytes]:
+    return {FIELD_ID_KEY: str(column_id).encode()}
+
+
+def arrow_type(col: Column) -> pa.DataType:
+    if col.type == "list":
+        return pa.list_(arrow_field(col.children[0]))
+    if col.type == "struct":
+        return pa.struct([arrow_field(c) for c in col.children])
+    if col.type == "map":
+        key, value = col.children
+        key_field = pa.field(
+            key.name, arrow_type(key), nullable=False, metadata=_fid(key.column_id)
+        )
+        return pa.map_(key_field, arrow_field(value))
+    if is_decimal(col.type):
+        return pa.decimal128(*decimal_params(col.type))
+    if col.type not in _ARROW:
+        raise ValueError(f"column {col.name!r}: cannot write DuckLake type {col.type}")
+    return _ARROW[col.type]
+
+
+def arrow_field(col: Column) -> pa.Field:
+    return pa.field(col.name, arrow_type(col), nullable=True, metadata=_fid(col.column_id))
+
+
+def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
+    return pa.schema([arrow_field(c) for c in columns])
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    root: str  # absolute table directory, ends with '/'
+    compression: str = "snappy"
+    compression_level: int | None = None
+    row_group_size: int = 122_880
+    target_file_size: int = 512 * 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------
+# Footer facts
+
+
+def _leaf_columns(columns: Sequence[Column]) -> list[Column]:
+    """Leaves in Parquet column-chunk order (depth-first)."""
+    out: list[Column] = []
+    for c in columns:
+        if c.type in NESTED_TYPES:
+            out.extend(_leaf_columns(list(c.children)))
+        else:
+            out.append(c)
+    return out
+
+
+def _stat_value(col: Column, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, bytes) and col.type in ("varchar", "json"):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, datetime | date | Decimal | int | float | str | bytes | bool):
+        return stats_string(col.type, value)
+    return str(value)
+
+
+def file_facts(
+    path: str, columns: Sequence[Column], nan_flags: dict[int, bool], stored_path: str
+) -> dict[str, Any]:
+    """record count, sizes and per-leaf stats of a written file (from its footer)."""
+    meta = pq.read_metadata(path)
+    leaves = _leaf_columns(columns)
+    stats: dict[int, dict[str, Any]] = {}
+    for leaf in leaves:
+        stats[leaf.column_id] = {
+            "value_count": 0,
+            "null_count": 0,
+            "min": None,
+            "max": None,
+            "size": 0,
+            "nan": None,
+        }
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for i, leaf in enumerate(leaves):
+            chunk = group.column(i)
+            entry = stats[leaf.column_id]
+            entry["size"] += chunk.total_compressed_size
+            entry["value_count"] += chunk.num_values
+            st = chunk.statistics
+            if st is None:
+                entry["incomplete"] = True
+                continue
+            if st.has_null_count:
+                entry["null_count"] += st.null_count
+            if st.has_min_max:
+                lo, hi = _stat_value(leaf, st.min), _stat_value(leaf, st.max)
+                entry["min"] = merge_min(leaf.type, entry["min"], lo)
+                entry["max"] = merge_max(leaf.type, entry["max"], hi)
+            else:
+                entry["incomplete"] = True
+    for leaf in leaves:
+        entry = stats[leaf.column_id]
+        if entry.pop("incomplete", False):
+            entry["min"] = entry["max"] = None
+        if leaf.type in FLOAT_TYPES:
+            entry["nan"] = nan_flags.get(leaf.column_id, False)
+    return {
+        "path": stored_path,
+        "record_count": meta.num_rows,
+        "file_size": os.path.getsize(path),
+        "footer_size": meta.serialized_size,
+        "stats": json.dumps(stats),
+    }
+
+
+def _contains_nan(table: pa.RecordBatch, leaf: Column, columns: Sequence[Column]) -> bool:
+    """Exact NaN presence for a float leaf, nested ones included."""
+    by_id = {c.column_id: c for top in columns for c in _walk(top)}
+    chain = [leaf]
+    while chain[-1].parent_id is not None:
+        chain.append(by_id[chain[-1].parent_id])
+    chain.reverse()
+    array: Any = table.column(chain[0].name)
+    for parent, child in itertools.pairwise(chain):
+        if parent.type == "struct":
+            array = pc.struct_field(array, child.name)
+        elif parent.type == "list":
+            array = pc.list_flatten(array)
+        elif parent.type == "map":
+            array = array.keys if child.name == "key" else array.items
+    return bool(pc.any(pc.is_nan(array)).as_py() or False)
+
+
+def _walk(col: Column) -> Iterator[Column]:
+    yield col
+    for c in col.children:
+        yield from _walk(c)
+
+
+# ---------------------------------------------------------------------------------------
+# Writing inside a task
+
+
+class FileWriter:
+    """Rolls Parquet files under a directory at the target size; returns their facts."""
+
+    def __init__(self, columns: Sequence[Column], options: WriteOptions, subdir: str = ""):
+        self.columns = list(columns)
+        self.schema = arrow_schema(self.columns)
+        self.options = options
+        self.subdir = subdir
+        self.results: list[dict[str, Any]] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._path = ""
+        self._stored = ""
+        self._float_leaves = [c for c in _leaf_columns(self.columns) if c.type in FLOAT_TYPES]
+        self._nan: dict[int, bool] = {}
+        self._bytes = 0
+
+    def _open(self) -> None:
+        self._stored = f"{self.subdir}ducklake-{uuid.uuid4()}.parquet"
+        self._path = self.options.root + self._stored
+        os.makedirs(os.path.dirname(self._path), exist_ok=True)
+        self._writer = pq.ParquetWriter(
+            self._path,
+            self.schema,
+            compression=self.options.compression,
+            compression_level=self.options.compression_level,
+            use_dictionary=True,
+            write_statistics=True,
+            coerce_timestamps="us",
+            allow_truncated_timestamps=False,
+        )
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        batch = conform(batch, self.schema)
+        if self._writer is None:
+            self._open()
+        assert self._writer is not None
+        self._writer.write_batch(batch, row_group_size=self.options.row_group_size)
+        for leaf in self._float_leaves:
+            if not self._nan.get(leaf.column_id):
+                self._nan[leaf.column_id] = _contains_nan(batch, leaf, self.columns)
+        self._bytes += batch.nbytes
+        if self._bytes >= self.options.target_file_size:
+            self.close_file()
+
+    def close_file(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        self.results.append(file_facts(self._path, self.columns, self._nan, self._stored))
+        self._writer, self._nan, self._bytes = None, {}, 0
+
+    def close(self) -> list[dict[str, Any]]:
+        self.close_file()
+        return self.results
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Rename and cast Spark's Arrow batch onto the field-id schema (same shape)."""
+    arrays = []
+    for i, field in enumerate(schema):
+        arrays.append(_cast(batch.column(i), field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
+    if pa.types.is_struct(target):
+        children = [_cast(array.field(i), target.field(i).type) for i in range(target.num_fields)]
+        return pa.StructArray.from_arrays(
+            children,
+            fields=[target.field(i) for i in range(target.num_fields)],
+            mask=array.is_null() if array.null_count else None,
+        )
+    if pa.types.is_list(target):
+        values = _cast(array.values, target.value_type)
+        offsets = array.offsets.cast(pa.int32())  # Spark 4 hands over large lists
+        return pa.ListArray.from_arrays(
+            offsets, values, type=target, mask=array.is_null() if array.null_count else None
+        )
+    if pa.types.is_map(target):
+        keys = _cast(array.keys, target.key_type)
+        items = _cast(array.items, target.item_type)
+        return pa.MapArray.from_arrays(
+            array.offsets,
+            keys,
+            items,
+            type=target,
+            mask=array.is_null() if array.null_count else None,
+        )
+    if array.type.equals(target):
+        return array
+    return array.cast(target)

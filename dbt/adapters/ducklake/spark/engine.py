@@ -1,0 +1,178 @@
+"""Table-level writes on the lake, each exactly one DuckLake snapshot.
+
+CREATE [OR REPLACE] TABLE AS, INSERT INTO and INSERT OVERWRITE (the whole table, or only
+the partitions present in the new data). Options come from the lake with DuckLake's
+table > schema > global precedence; batches of at most `data_inlining_row_limit` rows
+are stored in the catalog instead of files, as DuckDB does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, Row
+
+from ..lake.lake import Lake
+from ..lake.models import Snapshot
+from ..lake.staged import StagedTable
+from ..lake.transaction import Transaction
+from .arrow import WriteOptions
+from .types import ducklake_spec, spark_type
+from .write import parse_size, write_data_files
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+DEFAULT_INLINING_ROW_LIMIT = 10  # DuckDB's default for lakes without the option
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    author: str | None = None
+    message: str | None = None
+    extra_info: Any = None
+
+
+def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
+    def opt(key: str, default: str | None = None) -> str | None:
+        return lake.option(
+            key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
+        )
+
+    level = opt("parquet_compression_level")
+    return WriteOptions(
+        root=table.root,
+        compression=(opt("parquet_compression", "snappy") or "snappy").lower(),
+        compression_level=int(level) if level else None,
+        row_group_size=int(opt("parquet_row_group_size", "122880") or 122880),
+        target_file_size=parse_size(opt("target_file_size", "512MB") or "512MB"),
+    )
+
+
+def inlining_limit(lake: Lake, table: StagedTable) -> int:
+    value = lake.option(
+        "data_inlining_row_limit", schema_id=table.schema.schema_id, table_id=table.table_id
+    )
+    return int(value) if value is not None else DEFAULT_INLINING_ROW_LIMIT
+
+
+def _python(value: Any) -> Any:
+    """Spark Row values -> the plain Python values lake/ inlines (structs as dicts)."""
+    if isinstance(value, Row):
+        return {k: _python(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, list):
+        return [_python(v) for v in value]
+    if isinstance(value, dict):
+        return {_python(k): _python(v) for k, v in value.items()}
+    return value
+
+
+def stage_rows(lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame) -> None:
+    """Stage `df` as inlined rows when small enough, else as data files Spark writes."""
+    limit = inlining_limit(lake, table)
+    if limit > 0:
+        head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
+        if len(head) <= limit:
+            if head:
+                tx.insert_inlined(table, [tuple(_python(v) for v in r) for r in head])
+            return
+    sort_on_insert = lake.option(
+        "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
+    )
+    sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
+    files = write_data_files(
+        df, table, write_options(lake, table), partition=table.current_partition(), sort=sort
+    )
+    tx.add_data_files(table, files)
+
+
+def create_table_as(
+    lake: Lake,
+    schema: str,
+    name: str,
+    df: DataFrame,
+    *,
+    replace: bool = False,
+    partition_by: Sequence[tuple[str, str]] | None = None,
+    sort_by: Sequence[tuple[str, str, str]] | None = None,
+    commit: CommitInfo | None = None,
+) -> Snapshot | None:
+    """CREATE [OR REPLACE] TABLE schema.name AS <df>: one snapshot, no moment without it."""
+    commit = commit or CommitInfo()
+    tx = lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+    if replace and tx.has_table(schema, name):
+        tx.drop_table(schema, name)
+    table = tx.create_table(
+        schema,
+        name,
+        [ducklake_spec(f) for f in df.schema.fields],
+        partition_by=partition_by,
+        sort_by=sort_by,
+    )
+    stage_rows(lake, tx, table, df)
+    return tx.commit()
+
+
+def insert_into(
+    lake: Lake,
+    schema: str,
+    name: str,
+    df: DataFrame,
+    *,
+    overwrite: bool = False,
+    partitions_only: bool = False,
+    commit: CommitInfo | None = None,
+) -> Snapshot | None:
+    """INSERT INTO / INSERT OVERWRITE schema.name <df> as one snapshot.
+
+    `df` columns are matched to the table's by position, like SQL INSERT. With
+    `partitions_only`, OVERWRITE replaces only the partitions the new data has.
+    """
+    commit = commit or CommitInfo()
+    tx = lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+    table = tx.table(schema, name)
+    names = [c.name for c in table.columns]
+    if len(df.columns) != len(names):
+        raise ValueError(
+            f"INSERT into {table.qualified_name}: the query has {len(df.columns)} columns, "
+            f"the table has {len(names)} ({', '.join(names)})"
+        )
+    target = [c.to_column() for c in table.columns]
+    df = df.select(*[df[i].cast(spark_type(col)).alias(col.name) for i, col in enumerate(target)])
+    before = len(tx.data_ops)
+    stage_rows(lake, tx, table, df)
+    if overwrite:
+        _overwrite(lake, tx, table, partitions_only, new_ops=tx.data_ops[before:])
+    return tx.commit()
+
+
+def _overwrite(
+    lake: Lake, tx: Transaction, table: StagedTable, partitions_only: bool, new_ops: list[Any]
+) -> None:
+    cat = tx.catalog
+    info = cat.table(table.schema.name, table.name)
+    files = cat.data_files(info)
+    if partitions_only and table.current_partition():
+        new_values = {
+            spec.partition_values for op in new_ops if op.kind == "files" for spec in op.payload
+        }
+        victims = [f.data_file_id for f in files if f.partition_values in new_values]
+        if any(op.kind == "inline_insert" for op in new_ops):
+            raise ValueError(
+                f"INSERT OVERWRITE of partitions of {table.qualified_name}: the new data is small "
+                "enough to be inlined and has no partition files; write it with "
+                "data_inlining_row_limit = 0 or overwrite the whole table"
+            )
+        log.info("overwriting %s partition file(s) of %s", len(victims), table.qualified_name)
+        tx.end_data_files(table, victims)
+        return
+    tx.end_data_files(table, [f.data_file_id for f in files])
+    live_inlined = [r.row_id for r in cat.inlined_rows(info.table_id)]
+    # rows inlined by this same transaction are not in the catalog yet, so they survive
+    tx.delete_inlined_rows(table, live_inlined)

@@ -1,0 +1,317 @@
+"""A DuckLake table at a snapshot as a Spark DataFrame.
+
+The driver reads the catalog (a fixed number of queries), prunes files with their stats
+and partition values, and plans one Parquet scan over the kept files. Executors read
+columns by field id (renames, drops and promotions follow), drop deleted positions
+(delete files, partial delete files, inlined deletes) with an anti-join, filter partial
+files by `_ducklake_internal_snapshot_id`, and inlined rows are unioned in.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..lake.lake import Lake
+from ..lake.models import Column, DataFile
+from ..lake.reader import CatalogReader, decode_default
+from .prune import Predicate, may_match
+from .types import (
+    DELETE_POS_FIELD_ID,
+    FIELD_ID,
+    ROW_ID_FIELD_ID,
+    SNAPSHOT_FIELD_ID,
+    spark_schema,
+)
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+ROW_ID = "_ducklake_internal_row_id"
+ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
+_FILE_ID = "__ducklake_file_id"
+_POS = "__ducklake_pos"
+
+
+@dataclass
+class ScanMetrics:
+    """What the last scan planned; tests and logs use it to show pruning."""
+
+    files_total: int = 0
+    files_read: int = 0
+    inlined_rows: int = 0
+    pruned_by: list[str] = field(default_factory=list)
+
+
+def local_path(spark_path: SparkColumn) -> SparkColumn:
+    """Spark's `_metadata.file_path` (a URI) as the plain path the catalog stores."""
+    protected = F.regexp_replace(spark_path, r"\+", "%2B")
+    decoded = F.url_decode(protected)
+    return F.regexp_replace(decoded, r"^file:(//)?", "")
+
+
+def _norm(path: str) -> str:
+    return path if "://" in path else os.path.normpath(path)
+
+
+def scan_table(
+    spark: SparkSession,
+    lake: Lake,
+    schema: str,
+    name: str,
+    *,
+    at: int | datetime | None = None,
+    lineage: bool = False,
+    predicates: Sequence[Predicate] = (),
+    metrics: ScanMetrics | None = None,
+) -> DataFrame:
+    """The table as of `at` (snapshot id, time, or latest), with current names and types.
+
+    `lineage` adds `rowid` and `snapshot_id` (the snapshot that wrote each row).
+    `predicates` only prune files; callers still filter rows.
+    """
+    cat = lake.catalog(at)
+    with cat.session():
+        state = cat.table_state(schema, name)
+        file_stats = cat.file_column_stats(state.table.table_id)
+        inlined_deletes = cat.inlined_deletes(state.table.table_id)
+        inlined = cat.inlined_rows(state.table.table_id)
+    return _plan(
+        spark,
+        cat,
+        state.columns,
+        state.data_files,
+        file_stats,
+        inlined_deletes,
+        inlined,
+        lineage=lineage,
+        predicates=predicates,
+        metrics=metrics,
+        partition=state.partition,
+    )
+
+
+def _plan(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    inlined_deletes: Sequence[Any],
+    inlined: Sequence[Any],
+    *,
+    lineage: bool,
+    predicates: Sequence[Predicate],
+    metrics: ScanMetrics | None,
+    partition: Any,
+) -> DataFrame:
+    snap = cat.snapshot_id
+    metrics = metrics if metrics is not None else ScanMetrics()
+    metrics.files_total = len(files)
+    kept = [
+        f
+        for f in files
+        if may_match(f, columns, file_stats.get(f.data_file_id), partition, predicates)
+    ]
+    metrics.files_read = len(kept)
+    metrics.inlined_rows = len(inlined)
+    if predicates:
+        metrics.pruned_by = [str(p) for p in predicates]
+        log.info(
+            "scan at snapshot %s: %s of %s data files pruned by %s",
+            snap,
+            len(files) - len(kept),
+            len(files),
+            ", ".join(metrics.pruned_by),
+        )
+    out_schema = spark_schema(list(columns))
+    if lineage:
+        out_schema = out_schema.add("rowid", T.LongType()).add("snapshot_id", T.LongType())
+    parts: list[DataFrame] = []
+    if kept:
+        parts.append(
+            _read_files(spark, cat, columns, kept, file_stats, inlined_deletes, snap, lineage)
+        )
+    if inlined:
+        rows = [
+            tuple(r.values[c.column_id] for c in columns)
+            + ((r.row_id, r.begin_snapshot) if lineage else ())
+            for r in inlined
+        ]
+        parts.append(spark.createDataFrame(_plain(rows, columns), out_schema))
+    if not parts:
+        return spark.createDataFrame([], out_schema)
+    result = parts[0]
+    for extra in parts[1:]:
+        result = result.unionByName(extra)
+    return result
+
+
+_AS_TEXT = ("uuid", "time", "timetz", "interval")
+_AS_DECIMAL = ("uint64", "int128", "uint128")
+
+
+def _plain(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple[Any, ...]]:
+    """Inlined values as the Python values of the Spark types `types.spark_type` maps to."""
+    return [
+        tuple(_spark_value(c, v) for c, v in zip(columns, r, strict=False)) + r[len(columns) :]
+        for r in rows
+    ]
+
+
+def _spark_value(col: Column, value: Any) -> Any:
+    if value is None:
+        return None
+    if col.type == "list":
+        return [_spark_value(col.children[0], v) for v in value]
+    if col.type == "struct":
+        return {c.name: _spark_value(c, value.get(c.name)) for c in col.children}
+    if col.type == "map":
+        key, item = col.children
+        return {_spark_value(key, k): _spark_value(item, v) for k, v in value.items()}
+    if col.type in _AS_TEXT:
+        return str(value)
+    if col.type in _AS_DECIMAL:
+        return Decimal(value)
+    return value
+
+
+def _read_files(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    inlined_deletes: Sequence[Any],
+    snap: int,
+    lineage: bool,
+) -> DataFrame:
+    read_schema = spark_schema(list(columns), reading=True)
+    read_schema = read_schema.add(
+        T.StructField(ROW_ID, T.LongType(), True, {FIELD_ID: ROW_ID_FIELD_ID})
+    )
+    read_schema = read_schema.add(
+        T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID})
+    )
+    # One scan over all files; files older than a column with a default get it per file.
+    defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
+    file_info = spark.createDataFrame(
+        [(_norm(f.path), f.data_file_id, f.row_id_start, f.begin_snapshot) for f in files],
+        "path string, fid bigint, row_id_start bigint, begin_snapshot bigint",
+    )
+    data = (
+        spark.read.schema(read_schema)
+        .option("recursiveFileLookup", "true")
+        .parquet(*[f.path for f in files])
+        .select(
+            "*",
+            local_path(F.col("_metadata.file_path")).alias("__path"),
+            F.col("_metadata.row_index").alias(_POS),
+        )
+        .join(F.broadcast(file_info), F.col("__path") == F.col("path"))
+    )
+    if defaults:
+        data = _apply_defaults(data, files, file_stats, defaults)
+    # partial files hold rows of several snapshots; keep those visible at `snap`
+    data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
+    deletes = _deletes(spark, files, inlined_deletes, snap)
+    if deletes is not None:
+        data = data.join(
+            F.broadcast(deletes),
+            (data["fid"] == deletes[_FILE_ID]) & (data[_POS] == deletes["del_pos"]),
+            "left_anti",
+        )
+    select = [_uuid_text(c.name) if c.type == "uuid" else F.col(f"`{c.name}`") for c in columns]
+    if lineage:
+        select.append(F.coalesce(F.col(ROW_ID), F.col("row_id_start") + F.col(_POS)).alias("rowid"))
+        select.append(F.coalesce(F.col(ROW_SNAPSHOT), F.col("begin_snapshot")).alias("snapshot_id"))
+    return data.select(*select)
+
+
+def _uuid_text(name: str) -> SparkColumn:
+    """16 UUID bytes -> 8-4-4-4-12 lower-case text, as DuckDB prints them."""
+    h = F.lower(F.hex(F.col(f"`{name}`")))
+    parts = [
+        F.substring(h, start, length)
+        for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
+    ]
+    return (
+        F.when(F.col(f"`{name}`").isNull(), F.lit(None))
+        .otherwise(F.concat_ws("-", *parts))
+        .alias(name)
+    )
+
+
+def _apply_defaults(
+    data: DataFrame,
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    defaults: dict[int, Column],
+) -> DataFrame:
+    """Fill columns added after a file was written with their initial default.
+
+    A file holds exactly the columns it has stats for (DuckDB and this engine write
+    stats for every column); files without any stats are taken to hold them all.
+    """
+    for column_id, col in defaults.items():
+        missing = [
+            f.data_file_id
+            for f in files
+            if file_stats.get(f.data_file_id) and column_id not in file_stats[f.data_file_id]
+        ]
+        if not missing:
+            continue
+        value = F.lit(decode_default(col)).cast(spark_schema([col])[0].dataType)
+        data = data.withColumn(
+            col.name, F.when(F.col("fid").isin(missing), value).otherwise(F.col(f"`{col.name}`"))
+        )
+    return data
+
+
+def _deletes(
+    spark: SparkSession, files: Sequence[DataFile], inlined_deletes: Sequence[Any], snap: int
+) -> DataFrame | None:
+    """(data file id, position) of every row deleted as of `snap`."""
+    parts = []
+    with_files = [f for f in files if f.delete_file is not None]
+    if with_files:
+        delete_info = spark.createDataFrame(
+            [(_norm(f.delete_file.path), f.data_file_id) for f in with_files if f.delete_file],
+            "del_path string, del_fid bigint",
+        )
+        schema = T.StructType(
+            [
+                T.StructField("pos", T.LongType(), True, {FIELD_ID: DELETE_POS_FIELD_ID}),
+                T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID}),
+            ]
+        )
+        read = (
+            spark.read.schema(schema)
+            .option("recursiveFileLookup", "true")
+            .parquet(*[f.delete_file.path for f in with_files if f.delete_file])
+            .select("*", local_path(F.col("_metadata.file_path")).alias("__del_path"))
+            .join(F.broadcast(delete_info), F.col("__del_path") == F.col("del_path"))
+            .where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
+            .select(F.col("del_fid").alias(_FILE_ID), F.col("pos").alias("del_pos"))
+        )
+        parts.append(read)
+    if inlined_deletes:
+        live = {f.data_file_id for f in files}
+        rows = [(d.data_file_id, d.position) for d in inlined_deletes if d.data_file_id in live]
+        if rows:
+            parts.append(spark.createDataFrame(rows, f"{_FILE_ID} bigint, del_pos bigint"))
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return out

@@ -1,0 +1,111 @@
+"""One SparkSession per process, configured for DuckLake's Parquet conventions."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+# What the format needs; users may add to these but not change them.
+REQUIRED_CONF: dict[str, str] = {
+    # DuckLake matches Parquet columns by field id = column id, nested fields included
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    # a column added after a file was written is simply absent from that file
+    "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
+    # DuckLake timestamps are INT64 microseconds; Spark's INT96 default is wrong for it
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # proleptic Gregorian calendar both ways, like DuckDB
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+}
+
+# Defaults a user may override through spark_conf.
+DEFAULT_CONF: dict[str, str] = {
+    # partition values of time transforms and TIMESTAMP rendering are evaluated in the
+    # session time zone; UTC makes them match DuckDB's defaults
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    master: str | None = None  # spark_master; local[*] when neither this nor remote is set
+    remote: str | None = None  # spark_remote: sc://host:15002 (Spark Connect)
+    conf: Mapping[str, Any] = field(default_factory=dict)
+    app_name: str = "dbt-ducklake"
+
+    def validate(self) -> None:
+        if self.master and self.remote:
+            raise ValueError(
+                "spark_master and spark_remote are exclusive: set spark_master for a "
+                "local or standalone cluster, or spark_remote (sc://host:port) for Spark Connect"
+            )
+        if self.remote and not self.remote.startswith("sc://"):
+            raise ValueError(
+                f"spark_remote {self.remote!r} must be a Spark Connect URL sc://host:port"
+            )
+        for key, value in REQUIRED_CONF.items():
+            given = self.conf.get(key)
+            if given is not None and str(given).lower() != value.lower():
+                raise ValueError(
+                    f"spark_conf {key}={given!r} conflicts with DuckLake, which needs {value!r}"
+                )
+
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+_session_config: SessionConfig | None = None
+
+
+def get_session(config: SessionConfig | None = None) -> SparkSession:
+    """The process's SparkSession, built once from `config` and reused afterwards."""
+    global _session, _session_config
+    config = config or SessionConfig()
+    with _lock:
+        if _session is not None:
+            if _session_config is not None and config != _session_config:
+                log.debug("reusing the process's SparkSession; a second config is ignored")
+            return _session
+        config.validate()
+        if not config.remote and "spark.pyspark.python" not in config.conf:
+            # Python workers (which write files) must see this interpreter's packages
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder: Any = SparkSession.builder.appName(config.app_name)
+        if config.remote:
+            builder = builder.remote(config.remote)
+        else:
+            builder = builder.master(config.master or "local[*]")
+        for key, value in {
+            **DEFAULT_CONF,
+            **{k: str(v) for k, v in config.conf.items()},
+            **REQUIRED_CONF,
+        }.items():
+            builder = builder.config(key, value)
+        _session = builder.getOrCreate()
+        _session_config = config
+        if config.remote:
+            # Spark Connect sessions take SQL configs at runtime
+            for key, value in REQUIRED_CONF.items():
+                _session.conf.set(key, value)
+        log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
+        return _session
+
+
+def stop_session() -> None:
+    global _session, _session_config
+    with _lock:
+        if _session is not None:
+            _session.stop()
+        _session, _session_config = None, None

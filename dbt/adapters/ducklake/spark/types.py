@@ -1,0 +1,170 @@
+"""Spark <-> DuckLake types, with Parquet field ids carried in StructField metadata.
+
+Write mapping (Spark -> DuckLake): boolean, tinyint int8, smallint int16, int int32,
+bigint int64, float float32, double float64, decimal(p,s), string/char/varchar varchar,
+binary blob, date, timestamp timestamptz, timestamp_ntz timestamp, array list,
+struct struct, map map. Spark types with no DuckLake equivalent Spark can write
+(intervals, void, variant, calendar interval) are refused with a clear error.
+
+Read mapping for DuckLake types Spark lacks: uint8 smallint, uint16 int, uint32 bigint,
+uint64 decimal(20,0), int128/uint128 decimal(38,0), uuid/json/time/timetz/interval
+string, timestamp_s/_ms/_ns timestamp_ntz.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import types as T
+
+from ..lake.models import Column
+from ..lake.types import ColumnSpec, decimal_params, is_decimal
+
+FIELD_ID = "parquet.field.id"
+ROW_ID_FIELD_ID = 2147483540
+SNAPSHOT_FIELD_ID = 2147483539
+DELETE_FILE_PATH_FIELD_ID = 2147483646
+DELETE_POS_FIELD_ID = 2147483645
+
+_TO_SPARK: dict[str, T.DataType] = {
+    "boolean": T.BooleanType(),
+    "int8": T.ByteType(),
+    "int16": T.ShortType(),
+    "int32": T.IntegerType(),
+    "int64": T.LongType(),
+    "uint8": T.ShortType(),
+    "uint16": T.IntegerType(),
+    "uint32": T.LongType(),
+    "uint64": T.DecimalType(20, 0),
+    "int128": T.DecimalType(38, 0),
+    "uint128": T.DecimalType(38, 0),
+    "float32": T.FloatType(),
+    "float64": T.DoubleType(),
+    "varchar": T.StringType(),
+    "json": T.StringType(),
+    "uuid": T.StringType(),
+    "blob": T.BinaryType(),
+    "date": T.DateType(),
+    "timestamp": T.TimestampNTZType(),
+    "timestamp_s": T.TimestampNTZType(),
+    "timestamp_ms": T.TimestampNTZType(),
+    "timestamp_ns": T.TimestampNTZType(),
+    "timestamptz": T.TimestampType(),
+    "time": T.StringType(),
+    "timetz": T.StringType(),
+    "interval": T.StringType(),
+}
+
+_FROM_SPARK: dict[type, str] = {
+    T.BooleanType: "boolean",
+    T.ByteType: "int8",
+    T.ShortType: "int16",
+    T.IntegerType: "int32",
+    T.LongType: "int64",
+    T.FloatType: "float32",
+    T.DoubleType: "float64",
+    T.StringType: "varchar",
+    T.CharType: "varchar",
+    T.VarcharType: "varchar",
+    T.BinaryType: "blob",
+    T.DateType: "date",
+    T.TimestampType: "timestamptz",
+    T.TimestampNTZType: "timestamp",
+}
+
+
+class UnsupportedTypeError(ValueError):
+    pass
+
+
+def spark_type(col: Column) -> T.DataType:
+    """The Spark type a scan returns for a DuckLake column (children carry field ids)."""
+    if col.type == "list":
+        (child,) = col.children
+        return T.ArrayType(spark_type(child), containsNull=True)
+    if col.type == "struct":
+        return T.StructType([spark_field(c) for c in col.children])
+    if col.type == "map":
+        key, value = col.children
+        return T.MapType(spark_type(key), spark_type(value), valueContainsNull=True)
+    if is_decimal(col.type):
+        p, s = decimal_params(col.type)
+        return T.DecimalType(p, s)
+    if col.type not in _TO_SPARK:
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: DuckLake type {col.type} cannot be read by Spark"
+        )
+    return _TO_SPARK[col.type]
+
+
+def spark_field(col: Column, *, reading: bool = False) -> T.StructField:
+    dt = T.BinaryType() if reading and col.type == "uuid" else spark_type(col)
+    return T.StructField(col.name, dt, True, {FIELD_ID: col.column_id})
+
+
+def spark_schema(columns: list[Column], *, reading: bool = False) -> T.StructType:
+    """Scan output schema; `reading` gives the Parquet read schema (uuid as its 16 bytes)."""
+    return T.StructType([spark_field(c, reading=reading) for c in columns])
+
+
+def ducklake_spec(field: T.StructField, where: str = "") -> ColumnSpec:
+    """A Spark field as a DuckLake column definition (ids are assigned by lake/)."""
+    return _spec(field.name, field.dataType, field.nullable, where or field.name)
+
+
+def _spec(name: str, dt: T.DataType, nullable: bool, where: str) -> ColumnSpec:
+    if isinstance(dt, T.ArrayType):
+        return ColumnSpec(
+            name, "list", [_spec("element", dt.elementType, True, f"{where}[]")], nullable=nullable
+        )
+    if isinstance(dt, T.StructType):
+        return ColumnSpec(
+            name,
+            "struct",
+            [_spec(f.name, f.dataType, True, f"{where}.{f.name}") for f in dt.fields],
+            nullable=nullable,
+        )
+    if isinstance(dt, T.MapType):
+        return ColumnSpec(
+            name,
+            "map",
+            [
+                _spec("key", dt.keyType, False, f"{where}.key"),
+                _spec("value", dt.valueType, True, f"{where}.value"),
+            ],
+            nullable=nullable,
+        )
+    if isinstance(dt, T.DecimalType):
+        return ColumnSpec(name, f"decimal({dt.precision},{dt.scale})", nullable=nullable)
+    for spark_cls, ducklake in _FROM_SPARK.items():
+        if isinstance(dt, spark_cls):
+            return ColumnSpec(name, ducklake, nullable=nullable)
+    raise UnsupportedTypeError(
+        f"column {where!r}: Spark type {dt.simpleString()} has no DuckLake equivalent that "
+        "Parquet can carry; cast it (e.g. intervals to BIGINT or STRING) before writing"
+    )
+
+
+def with_field_ids(dt: T.DataType, col: Column) -> T.DataType:
+    """`dt` (the data's Spark type) re-labelled with the field ids of DuckLake column `col`."""
+    if isinstance(dt, T.StructType):
+        by_name = {c.name: c for c in col.children}
+        return T.StructType(
+            [
+                T.StructField(
+                    f.name,
+                    with_field_ids(f.dataType, by_name[f.name]),
+                    f.nullable,
+                    {FIELD_ID: by_name[f.name].column_id},
+                )
+                for f in dt.fields
+            ]
+        )
+    if isinstance(dt, T.ArrayType):
+        return T.ArrayType(with_field_ids(dt.elementType, col.children[0]), dt.containsNull)
+    if isinstance(dt, T.MapType):
+        key, value = col.children
+        return T.MapType(
+            with_field_ids(dt.keyType, key),
+            with_field_ids(dt.valueType, value),
+            dt.valueContainsNull,
+        )
+    return dt
