@@ -80,7 +80,7 @@ def _fix_spark_timestamps(rows: list[tuple[Any, ...]], ts_index: int) -> list[tu
     out = []
     for r in rows:
         v = r[ts_index]
-        out.append(r[:ts_index] + ((v.replace(tzinfo=UTC) if v else v),) + r[ts_index + 1 :])
+        out.append((*r[:ts_index], v.replace(tzinfo=UTC) if v else v, *r[ts_index + 1 :]))
     return out
 
 
@@ -137,7 +137,8 @@ DUCK_ROWS = """SELECT i % 2 = 0, (i % 100)::TINYINT, i::SMALLINT, i * 1000, i * 
     CASE i % 5 WHEN 0 THEN '-inf'::DOUBLE ELSE i / 7 END,
     (i / 3)::DECIMAL(18,4), CASE WHEN i % 6 = 0 THEN NULL ELSE 'v' || i || ' ☃,''x' END,
     ('\\x' || lpad(to_hex(i % 256), 2, '0'))::BLOB, DATE '2020-01-01' + i::INTEGER,
-    TIMESTAMP '2021-06-01 10:00:00' + to_seconds(i), TIMESTAMPTZ '2022-01-01 00:00:00+00' + to_hours(i),
+    TIMESTAMP '2021-06-01 10:00:00' + to_seconds(i),
+    TIMESTAMPTZ '2022-01-01 00:00:00+00' + to_hours(i),
     CASE WHEN i % 3 = 0 THEN [] ELSE [i, NULL, -i] END,
     CASE WHEN i % 4 = 0 THEN NULL ELSE {'a': 'x' || i, 'b': [i / 2, NULL]} END,
     CASE WHEN i % 2 = 0 THEN MAP {} ELSE MAP {'k' || i: i} END,
