@@ -233,9 +233,18 @@ class FileWriter:
         )
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Append rows, rolling to a new file at the target size (measured in memory)."""
         if batch.num_rows == 0:
             return
         batch = conform(batch, self.schema)
+        row_bytes = max(1, batch.nbytes // batch.num_rows)
+        start = 0
+        while start < batch.num_rows:
+            room = max(1, (self.options.target_file_size - self._bytes) // row_bytes)
+            self._write(batch.slice(start, room))
+            start += room
+
+    def _write(self, batch: pa.RecordBatch) -> None:
         if self._writer is None:
             self._open()
         assert self._writer is not None

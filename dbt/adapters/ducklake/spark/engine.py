@@ -21,7 +21,7 @@ from ..lake.staged import StagedTable
 from ..lake.transaction import Transaction
 from .arrow import WriteOptions
 from .types import ducklake_spec, spark_type
-from .write import parse_size, write_data_files
+from .write import parse_size, partition_key, partition_plan, time_part, write_data_files
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -152,6 +152,20 @@ def insert_into(
     return tx.commit()
 
 
+def _partition_fields(table: StagedTable) -> tuple[list[tuple[str, str, str]], list[int]]:
+    """Partition transforms of the table and the top-level position of each source column."""
+    plan = partition_plan(table, table.current_partition())
+    order = [c.column_id for c in table.column_list()]
+    return [(k, c.type, t) for k, c, t in plan], [order.index(c.column_id) for _k, c, _t in plan]
+
+
+def _row_key(
+    row: Sequence[Any], positions: list[int], transforms: list[tuple[str, str, str]]
+) -> tuple[str | None, ...]:
+    values = [time_part(t, row[p]) for p, (_k, _type, t) in zip(positions, transforms, strict=True)]
+    return partition_key(values, transforms)
+
+
 def _overwrite(
     lake: Lake, tx: Transaction, table: StagedTable, partitions_only: bool, new_ops: list[Any]
 ) -> None:
@@ -162,15 +176,27 @@ def _overwrite(
         new_values = {
             spec.partition_values for op in new_ops if op.kind == "files" for spec in op.payload
         }
+        transforms, positions = _partition_fields(table)
+        for op in new_ops:
+            if op.kind == "inline_insert":
+                new_values |= {_row_key(row, positions, transforms) for row in op.payload}
         victims = [f.data_file_id for f in files if f.partition_values in new_values]
-        if any(op.kind == "inline_insert" for op in new_ops):
-            raise ValueError(
-                f"INSERT OVERWRITE of partitions of {table.qualified_name}: the new data is small "
-                "enough to be inlined and has no partition files; write it with "
-                "data_inlining_row_limit = 0 or overwrite the whole table"
+        inlined = [
+            r.row_id
+            for r in cat.inlined_rows(info.table_id)
+            if _row_key(
+                tuple(r.values[c.column_id] for c in table.column_list()), positions, transforms
             )
-        log.info("overwriting %s partition file(s) of %s", len(victims), table.qualified_name)
+            in new_values
+        ]
+        log.info(
+            "overwriting %s file(s) and %s inlined row(s) in the partitions of %s",
+            len(victims),
+            len(inlined),
+            table.qualified_name,
+        )
         tx.end_data_files(table, victims)
+        tx.delete_inlined_rows(table, inlined)
         return
     tx.end_data_files(table, [f.data_file_id for f in files])
     live_inlined = [r.row_id for r in cat.inlined_rows(info.table_id)]

@@ -133,11 +133,42 @@ def partition_plan(
     """(directory key, source column, transform) per partition field."""
     flat = {c.column_id: c for top in table.column_list() for c in _walk(top)}
     plan = []
+    seen: set[str] = set()
     for column_id, transform in partition or []:
         col = flat[column_id]
         key = col.name if transform == "identity" else transform.split("(")[0]
+        if key in seen:  # DuckDB: a repeated key gets the column's name (bucket, bucket_id)
+            key = f"{key}_{col.name}"
+        seen.add(key)
         plan.append((key, col, transform))
     return plan
+
+
+def partition_key(
+    values: Sequence[Any], transforms: Sequence[tuple[str, str, str]]
+) -> tuple[str | None, ...]:
+    """Encoded partition values, as DuckDB stores them, from each field's source value
+    (already year/month/day/hour-extracted by Spark for time transforms)."""
+    out: list[str | None] = []
+    for value, (_key, type_name, transform) in zip(values, transforms, strict=True):
+        if value is None:
+            out.append(None)
+        elif transform.startswith("bucket("):
+            out.append(str(bucket(value, int(transform[7:-1]))))
+        elif transform == "identity":
+            out.append(stats_string(type_name, value))
+        else:
+            out.append(str(int(value)))
+    return tuple(out)
+
+
+def time_part(transform: str, value: Any) -> Any:
+    """year/month/day/hour of a Python date or datetime (UTC), as Spark extracts them."""
+    if value is None or transform not in ("year", "month", "day", "hour"):
+        return value
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return getattr(value, transform)
 
 
 def _walk(col: Column) -> Iterator[Column]:
@@ -278,18 +309,8 @@ class _WriteTask:
 
     def _keys(self, batch: pa.RecordBatch, row: int) -> tuple[str | None, ...]:
         width = len(self.columns)
-        out: list[str | None] = []
-        for i, (_key, type_name, transform) in enumerate(self.transforms):
-            value = batch.column(width + i)[row].as_py()
-            if value is None:
-                out.append(None)
-            elif transform.startswith("bucket("):
-                out.append(str(bucket(value, int(transform[7:-1]))))
-            elif transform == "identity":
-                out.append(stats_string(type_name, value))
-            else:
-                out.append(str(int(value)))
-        return tuple(out)
+        values = [batch.column(width + i)[row].as_py() for i in range(len(self.transforms))]
+        return partition_key(values, self.transforms)
 
     def _subdir(self, key: tuple[str | None, ...]) -> str:
         parts = []

@@ -1,0 +1,221 @@
+"""Spark writes: partition transforms and directories as DuckDB makes them, sort order,
+Parquet options, inlining limits, INSERT INTO / OVERWRITE as one snapshot each, file
+pruning, and no references to files of a failed write."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from dbt.adapters.ducklake.lake import ColumnSpec, Lake
+from dbt.adapters.ducklake.spark.engine import CommitInfo, create_table_as, insert_into
+from dbt.adapters.ducklake.spark.prune import Predicate
+from dbt.adapters.ducklake.spark.scan import ScanMetrics, scan_table
+from dbt.adapters.ducklake.spark.write import bucket
+from tests import duck
+from tests.conftest import Catalog
+
+ROWS = """SELECT id, 'k' || (id % 7) AS k, CAST(id % 5 AS INT) AS n,
+    TIMESTAMP '2024-01-30 22:00:00'
+        + make_interval(0, 0, 0, CAST(id * 3 AS INT), CAST(id AS INT)) AS ts,
+    DATE '2024-02-27' + CAST(id AS INT) AS d, CAST(id AS DECIMAL(10,2)) / 3 AS dec
+    FROM range(0, 120) r(id)"""
+
+
+def _duck(catalog: Catalog):  # type: ignore[no-untyped-def]
+    con = duck.connect()
+    duck.attach(con, catalog.duckdb_attach)
+    con.execute("USE lake")
+    con.execute("SET ducklake_default_data_inlining_row_limit = 0")
+    return con
+
+
+def test_partitions_match_duckdbs_transforms_and_layout(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    spec = [
+        ("ts", "year"),
+        ("ts", "month"),
+        ("d", "day"),
+        ("ts", "hour"),
+        ("k", "bucket(3)"),
+        ("id", "bucket(5)"),
+        ("n", "identity"),
+    ]
+    df = spark.sql(ROWS)
+    create_table_as(lake, "main", "ours", df, partition_by=spec)
+    con = _duck(sqlite_catalog)
+    # DuckDB partitions an identical twin with the same spec
+    con.execute("CREATE TABLE theirs AS SELECT * FROM ours LIMIT 0")
+    con.execute(
+        "ALTER TABLE theirs SET PARTITIONED BY (year(ts), month(ts), day(d), hour(ts), "
+        "bucket(3, k), bucket(5, id), n)"
+    )
+    con.execute("INSERT INTO theirs SELECT * FROM ours")
+    cat = lake.catalog()
+
+    def layout(name: str) -> set[tuple[tuple[str | None, ...], str]]:
+        files = cat.data_files(cat.table("main", name))
+        return {(f.partition_values, f.stored_path.rsplit("/", 1)[0]) for f in files}
+
+    cat = lake.catalog()
+    assert layout("ours") == layout("theirs")
+    # every row sits in the file of its partition: DuckDB's filter on a value agrees
+    for i in (0, 17, 63, 119):
+        assert con.execute(f"SELECT count(*) FROM ours WHERE id = {i}").fetchone() == (1,)
+    assert con.execute("SELECT count(*), sum(id) FROM ours").fetchone() == (120, 7140)
+    con.close()
+
+
+def test_bucket_matches_iceberg_reference_values() -> None:
+    # Iceberg spec examples: murmur3 of 34 -> 2017239379, of "iceberg" -> 1210000089
+    from dbt.adapters.ducklake.spark.write import murmur3_32
+
+    assert murmur3_32((34).to_bytes(8, "little")) == 2017239379
+    assert murmur3_32(b"iceberg") == 1210000089
+    assert bucket(34, 16) == 2017239379 % 16
+    assert bucket(None, 4) is None
+
+
+def test_sort_order_and_parquet_options_are_honoured(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    with lake.transaction() as tx:
+        t = tx.create_table(
+            "main",
+            "t",
+            [ColumnSpec("id", "int64"), ColumnSpec("v", "varchar")],
+            sort_by=[("id", "DESC", "NULLS_LAST")],
+        )
+        tx.set_option("parquet_compression", "zstd", table=t)
+        tx.set_option("parquet_row_group_size", "100", table=t)
+        tx.set_option("target_file_size", "20KB", table=t)
+    df = spark.range(0, 5000).select(F.col("id"), F.concat(F.lit("value-"), F.col("id")).alias("v"))
+    insert_into(lake, "main", "t", df.repartition(2))
+    files = lake.catalog().data_files(lake.catalog().table("main", "t"))
+    assert len(files) > 2  # rolled at the target size
+    for f in files:
+        meta = pq.read_metadata(f.path)
+        assert meta.row_group(0).column(0).compression == "ZSTD"
+        assert all(meta.row_group(i).num_rows <= 100 for i in range(meta.num_row_groups))
+        ids = pq.read_table(f.path).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True)
+    con = _duck(sqlite_catalog)
+    assert con.execute("SELECT count(*), sum(id) FROM t").fetchone() == (5000, 12497500)
+    con.close()
+
+
+def test_inlining_limit_comes_from_the_lake(spark, catalog: Catalog) -> None:
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    with lake.transaction() as tx:
+        tx.create_table("main", "t", [ColumnSpec("id", "int64")])
+        tx.set_option("data_inlining_row_limit", "50")
+    insert_into(lake, "main", "t", spark.range(0, 50))  # at the limit: inlined
+    insert_into(lake, "main", "t", spark.range(50, 101))  # over it: a file
+    cat = lake.catalog()
+    t = cat.table("main", "t")
+    assert len(cat.inlined_rows(t.table_id)) == 50
+    assert sum(f.record_count for f in cat.data_files(t)) == 51
+    kinds = [[c.kind for c in s.changes] for s in lake.snapshots()[-2:]]
+    assert kinds == [["inlined_insert"], ["inserted_into_table"]]
+    con = _duck(catalog)
+    assert con.execute("SELECT count(*), sum(id) FROM t").fetchone() == (101, 5050)
+    con.close()
+
+
+def test_insert_into_and_overwrite_are_one_snapshot_each(spark, catalog: Catalog) -> None:
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    info = CommitInfo(author="etl", message="load", extra_info={"run": 7})
+    s1 = create_table_as(
+        lake, "main", "t", spark.sql(ROWS), commit=info, partition_by=[("n", "identity")]
+    )
+    s2 = insert_into(lake, "main", "t", spark.sql(ROWS).where("id < 3"), commit=info)
+    s3 = insert_into(
+        lake,
+        "main",
+        "t",
+        spark.sql(ROWS).where("n = 1"),
+        overwrite=True,
+        partitions_only=True,
+        commit=CommitInfo(message="only n=1"),
+    )
+    assert s1 and s2 and s3
+    assert [s.snapshot_id for s in lake.snapshots()[-3:]] == [
+        s1.snapshot_id,
+        s2.snapshot_id,
+        s3.snapshot_id,
+    ]
+    con = _duck(catalog)
+    # partition n=1 replaced by its 24 new rows; other partitions and the inlined rows stay
+    assert con.execute("SELECT count(*) FROM t WHERE n = 1").fetchone() == (24,)
+    assert con.execute("SELECT count(*) FROM t WHERE n <> 1").fetchone() == (96 + 2,)
+    s4 = insert_into(lake, "main", "t", spark.sql(ROWS).where("id < 40"), overwrite=True)
+    assert s4 is not None
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (40,)
+    assert con.execute(f"SELECT count(*) FROM t AT (VERSION => {s2.snapshot_id})").fetchone() == (
+        123,
+    )
+    snaps = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT snapshot_id, author, commit_message, commit_extra_info FROM snapshots()"
+        ).fetchall()
+    }
+    assert snaps[s2.snapshot_id] == ("etl", "load", '{"run": 7}')
+    con.close()
+
+
+def test_pruning_reads_at_most_two_files(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    with lake.transaction() as tx:
+        tx.create_table(
+            "main",
+            "p",
+            [ColumnSpec("id", "int64"), ColumnSpec("part", "int32")],
+            partition_by=[("part", "identity")],
+            sort_by=[("id", "ASC", "NULLS_LAST")],
+        )
+    df = spark.range(0, 5000).select("id", (F.col("id") / 100).cast("int").alias("part"))
+    insert_into(lake, "main", "p", df)
+    files = lake.catalog().data_files(lake.catalog().table("main", "p"))
+    assert len(files) == 50
+    metrics = ScanMetrics()
+    rows = (
+        scan_table(
+            spark, lake, "main", "p", predicates=[Predicate("id", "=", 1234)], metrics=metrics
+        )
+        .where("id = 1234")
+        .collect()
+    )
+    assert [r.id for r in rows] == [1234]
+    assert (metrics.files_total, metrics.files_read) == (50, 1)
+    for p, expected in [
+        (Predicate("part", "in", [3, 7]), 2),
+        (Predicate("id", "between", (100, 199)), 1),
+        (Predicate("id", "<", 100), 1),
+        (Predicate("id", ">=", 4900), 1),
+        (Predicate("id", "is_null"), 0),
+    ]:
+        m = ScanMetrics()
+        scan_table(spark, lake, "main", "p", predicates=[p], metrics=m)
+        assert m.files_read == expected, p
+
+
+def test_failed_write_leaves_only_orphans(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(lake, "main", "t", spark.range(0, 100))
+    before = lake.latest_snapshot()
+    bad = spark.range(0, 100).select(
+        F.when(F.col("id") == 77, F.raise_error(F.lit("boom"))).otherwise(F.col("id")).alias("id")
+    )
+    with pytest.raises(Exception, match="boom"):
+        insert_into(lake, "main", "t", bad.repartition(2))
+    assert lake.latest_snapshot() == before
+    live = {f.path for f in lake.catalog().data_files(lake.catalog().table("main", "t"))}
+    on_disk = set(glob.glob(os.path.join(lake.data_path, "main", "t", "*.parquet")))
+    assert live <= on_disk  # anything else on disk is an orphan nobody references
+    con = _duck(sqlite_catalog)
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (100,)
+    con.close()
