@@ -36,6 +36,9 @@ DEFAULT_CONF: dict[str, str] = {
     # session time zone; UTC makes them match DuckDB's defaults
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",
+    # DuckLake hands Spark the exact file list of a snapshot; a distributed listing job
+    # for it costs seconds on local disks (lower this for object stores with slow HEADs)
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 
