@@ -43,6 +43,6 @@ def test_duckdb_views_read_identically(spark, catalog: Catalog) -> None:
             ours = _spark_rows(scan_view(spark, lake, "s", view, at=at))
             assert canon_rows(ours) == canon_rows(expected), (view, at)
     assert scan_relation(spark, lake, "s", "orders").count() == 20
-    with pytest.raises(Exception, match="s.nope does not exist"):
+    with pytest.raises(Exception, match=r"s\.nope does not exist"):
         scan_view(spark, lake, "s", "nope")
     con.close()
