@@ -219,6 +219,16 @@ class InlinedDataTable:
 
 
 @dataclass(frozen=True)
+class NameMap:
+    """One `map_by_name` entry: a Parquet field name that holds a column (field id)."""
+
+    column_id: int  # id of this entry within its mapping
+    source_name: str
+    target_field_id: int
+    parent_column: int | None  # entry id of the parent within the same mapping
+
+
+@dataclass(frozen=True)
 class InlinedRow:
     row_id: int
     begin_snapshot: int

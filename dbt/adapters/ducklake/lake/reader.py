@@ -27,6 +27,7 @@ from .models import (
     InlinedDataTable,
     InlinedDelete,
     InlinedRow,
+    NameMap,
     PartitionField,
     PartitionSpec,
     SchemaInfo,
@@ -422,6 +423,30 @@ class CatalogReader:
                 r.max_value,
                 as_bool(r.contains_nan),
                 r.column_size_bytes,
+            )
+        return dict(out)
+
+    def name_mappings(self, mapping_ids: Iterable[int]) -> dict[int, list[NameMap]]:
+        """Name mappings of files written without field ids (e.g. added by DuckDB)."""
+        ids = sorted(set(mapping_ids))
+        if not ids:
+            return {}
+        stmt = sa.text(
+            f"""SELECT nm.mapping_id, nm.column_id, nm.source_name, nm.target_field_id,
+                       nm.parent_column
+                FROM {self._t("ducklake_name_mapping")} nm
+                JOIN {self._t("ducklake_column_mapping")} cm ON cm.mapping_id = nm.mapping_id
+                WHERE cm."type" = 'map_by_name' AND nm.mapping_id IN :ids"""
+        ).bindparams(sa.bindparam("ids", expanding=True))
+        if self._conn is not None:
+            rows = self._conn.execute(stmt, {"ids": ids}).fetchall()
+        else:
+            with self.lake.connect() as conn:
+                rows = conn.execute(stmt, {"ids": ids}).fetchall()
+        out: dict[int, list[NameMap]] = defaultdict(list)
+        for r in rows:
+            out[r.mapping_id].append(
+                NameMap(r.column_id, r.source_name, r.target_field_id, r.parent_column)
             )
         return dict(out)
 

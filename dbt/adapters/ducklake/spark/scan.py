@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake.lake import Lake
-from ..lake.models import Column, DataFile
+from ..lake.models import Column, DataFile, NameMap
 from ..lake.reader import CatalogReader, decode_default
 from .prune import Predicate, may_match
 from .types import (
@@ -224,21 +224,27 @@ def _read_files(
     read_schema = read_schema.add(
         T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID})
     )
-    # One scan over all files; files older than a column with a default get it per file.
+    # One scan over all files with field ids (plus one per name mapping, for files
+    # written without ids); files older than a column with a default get it per file.
     defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
     file_info = spark.createDataFrame(
         [(_norm(f.path), f.data_file_id, f.row_id_start, f.begin_snapshot) for f in files],
         "path string, fid bigint, row_id_start bigint, begin_snapshot bigint",
     )
-    data = (
-        read_parquet(spark, read_schema, [f.path for f in files])
-        .select(
-            "*",
-            local_path(F.col("_metadata.file_path")).alias("__path"),
-            F.col("_metadata.row_index").alias(_POS),
-        )
-        .join(F.broadcast(file_info), F.col("__path") == F.col("path"))
-    )
+    by_id = [f.path for f in files if f.mapping_id is None]
+    mapped: dict[int, list[str]] = {}
+    for f in files:
+        if f.mapping_id is not None:
+            mapped.setdefault(f.mapping_id, []).append(f.path)
+    raw: DataFrame | None = None
+    if by_id:
+        raw = _with_position(read_parquet(spark, read_schema, by_id))
+    mappings = cat.name_mappings(mapped) if mapped else {}
+    for mapping_id, paths in mapped.items():
+        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths)
+        raw = part if raw is None else raw.unionByName(part)
+    assert raw is not None
+    data = raw.join(F.broadcast(file_info), F.col("__path") == F.col("path"))
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
     # partial files hold rows of several snapshots; keep those visible at `snap`
@@ -255,6 +261,59 @@ def _read_files(
         select.append(F.coalesce(F.col(ROW_ID), F.col("row_id_start") + F.col(_POS)).alias("rowid"))
         select.append(F.coalesce(F.col(ROW_SNAPSHOT), F.col("begin_snapshot")).alias("snapshot_id"))
     return data.select(*select)
+
+
+def _with_position(df: DataFrame) -> DataFrame:
+    return df.select(
+        "*",
+        local_path(F.col("_metadata.file_path")).alias("__path"),
+        F.col("_metadata.row_index").alias(_POS),
+    )
+
+
+def _read_mapped(
+    spark: SparkSession, columns: Sequence[Column], mapping: Sequence[NameMap], paths: list[str]
+) -> DataFrame:
+    """Files without field ids: read each column by the name its mapping gives it."""
+    entry_field = {m.column_id: m.target_field_id for m in mapping}
+    by_field: dict[tuple[int | None, int], NameMap] = {}
+    for m in mapping:
+        parent = entry_field.get(m.parent_column) if m.parent_column is not None else None
+        by_field[(parent, m.target_field_id)] = m
+
+    def field(col: Column, parent: int | None) -> T.StructField | None:
+        entry = by_field.get((parent, col.column_id))
+        if entry is None:
+            return None
+        dt = spark_schema([col], reading=True)[0].dataType
+        if col.type == "struct":
+            kids = [(field(c, col.column_id), c) for c in col.children]
+            dt = T.StructType(
+                [
+                    k
+                    if k is not None
+                    else T.StructField(f"__absent_{c.column_id}", spark_schema([c])[0].dataType)
+                    for k, c in kids
+                ]
+            )
+        return T.StructField(entry.source_name, dt, True)
+
+    fields = {c.column_id: field(c, None) for c in columns}
+    schema = T.StructType([f for f in fields.values() if f is not None])
+    df = _with_position(read_parquet(spark, schema, paths))
+    select = []
+    for c in columns:
+        target = spark_schema([c], reading=True)[0].dataType
+        f = fields[c.column_id]
+        value = F.col(f"`{f.name}`").cast(target) if f is not None else F.lit(None).cast(target)
+        select.append(value.alias(c.name))
+    select += [
+        F.lit(None).cast("bigint").alias(ROW_ID),
+        F.lit(None).cast("bigint").alias(ROW_SNAPSHOT),
+        F.col("__path"),
+        F.col(_POS),
+    ]
+    return df.select(*select)
 
 
 def _uuid_text(name: str) -> SparkColumn:
