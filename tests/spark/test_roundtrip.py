@@ -13,7 +13,7 @@ from pyspark.sql import Row
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
-from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.scan import scan_table, time_text
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog
@@ -129,7 +129,8 @@ DUCK_TABLE = '''CREATE TABLE lake.main.d (
     u8 UTINYINT, u16 USMALLINT, u32 UINTEGER, u64 UBIGINT, f FLOAT, g DOUBLE,
     dc DECIMAL(18,4), s VARCHAR, bl BLOB, d DATE, ts TIMESTAMP, tz TIMESTAMPTZ,
     l INTEGER[], st STRUCT(a VARCHAR, b DOUBLE[]), m MAP(VARCHAR, BIGINT),
-    "odd ""col""" VARCHAR, j JSON, u UUID)'''
+    "odd ""col""" VARCHAR, j JSON, u UUID, tm TIME, tns TIMESTAMP_NS, tms TIMESTAMP_MS,
+    h HUGEINT)'''
 
 DUCK_ROWS = """SELECT i % 2 = 0, (i % 100)::TINYINT, i::SMALLINT, i * 1000, i * 10000000000,
     (i % 200)::UTINYINT, i::USMALLINT, (i * 1000)::UINTEGER, (i * 1000000000000)::UBIGINT,
@@ -142,7 +143,9 @@ DUCK_ROWS = """SELECT i % 2 = 0, (i % 100)::TINYINT, i::SMALLINT, i * 1000, i * 
     CASE WHEN i % 3 = 0 THEN [] ELSE [i, NULL, -i] END,
     CASE WHEN i % 4 = 0 THEN NULL ELSE {'a': 'x' || i, 'b': [i / 2, NULL]} END,
     CASE WHEN i % 2 = 0 THEN MAP {} ELSE MAP {'k' || i: i} END,
-    'odd' || i, '{"k": ' || i || '}', uuid()
+    'odd' || i, '{"k": ' || i || '}', uuid(),
+    TIME '10:11:12' + to_microseconds(i * 1001), TIMESTAMP_NS '2024-01-01 00:00:00' + to_seconds(i),
+    TIMESTAMP_MS '2023-05-05 05:05:05.123' + to_milliseconds(i), (i * 1000000)::HUGEINT
     FROM range({lo}, {hi}) r(i)"""
 
 
@@ -167,10 +170,16 @@ def test_duckdb_writes_spark_scan_reads_identical_values(spark, catalog: Catalog
         row = list(r)
         row[cols.index("u64")] = Decimal(row[cols.index("u64")])
         row[cols.index("u")] = str(row[cols.index("u")])
-        row[cols.index("tz")] = row[cols.index("tz")]
+        row[cols.index("tm")] = time_text(row[cols.index("tm")])
+        row[cols.index("h")] = Decimal(row[cols.index("h")])
         mapped.append(tuple(row))
     ours = _fix_spark_timestamps(ours, cols.index("tz"))
     assert canon_rows(ours) == canon_rows(mapped)
     assert df.schema["u64"].dataType.simpleString() == "decimal(20,0)"
     assert df.schema["u8"].dataType.simpleString() == "smallint"
+    assert df.schema["tm"].dataType.simpleString() == "string"
+    con.execute("CREATE TABLE lake.main.iv (i INTERVAL)")
+    con.execute("INSERT INTO lake.main.iv SELECT INTERVAL 1 DAY FROM range(20)")
+    with pytest.raises(ValueError, match="interval values cannot be read"):
+        scan_table(spark, Lake.open(catalog.metadata), "main", "iv")
     con.close()

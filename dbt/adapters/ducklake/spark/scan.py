@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from datetime import time as dt_time
 from decimal import Decimal
 from typing import Any
 
@@ -190,6 +191,12 @@ def _plain(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple
     ]
 
 
+def time_text(value: dt_time) -> str:
+    """A time as DuckDB prints it: fractional seconds without trailing zeros."""
+    text = value.replace(tzinfo=None).isoformat()
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _spark_value(col: Column, value: Any) -> Any:
     if value is None:
         return None
@@ -200,6 +207,8 @@ def _spark_value(col: Column, value: Any) -> Any:
     if col.type == "map":
         key, item = col.children
         return {_spark_value(key, k): _spark_value(item, v) for k, v in value.items()}
+    if col.type in ("time", "timetz") and isinstance(value, dt_time):
+        return time_text(value)
     if col.type in _AS_TEXT:
         return str(value)
     if col.type in _AS_DECIMAL:
@@ -256,7 +265,7 @@ def _read_files(
             (data["fid"] == deletes[_FILE_ID]) & (data[_POS] == deletes["del_pos"]),
             "left_anti",
         )
-    select = [_uuid_text(c.name) if c.type == "uuid" else F.col(f"`{c.name}`") for c in columns]
+    select = [_logical(c) for c in columns]
     if lineage:
         select.append(F.coalesce(F.col(ROW_ID), F.col("row_id_start") + F.col(_POS)).alias("rowid"))
         select.append(F.coalesce(F.col(ROW_SNAPSHOT), F.col("begin_snapshot")).alias("snapshot_id"))
@@ -314,6 +323,33 @@ def _read_mapped(
         F.col(_POS),
     ]
     return df.select(*select)
+
+
+def _logical(col: Column) -> SparkColumn:
+    """A column as read (DuckDB's physical type) converted to its mapped Spark type."""
+    c = F.col(f"`{col.name}`")
+    if col.type == "uuid":
+        return _uuid_text(col.name)
+    if col.type in ("time", "timetz"):
+        micros = c % F.lit(1_000_000)
+        text = F.format_string(
+            "%02d:%02d:%02d",
+            (c / 3_600_000_000).cast("int"),
+            (c / 60_000_000 % 60).cast("int"),
+            (c / 1_000_000 % 60).cast("int"),
+        )
+        frac = F.rtrim(F.regexp_replace(F.format_string(".%06d", micros), "0+$", ""))
+        return (
+            F.when(c.isNull(), None)
+            .otherwise(F.concat(text, F.when(micros == 0, F.lit("")).otherwise(frac)))
+            .alias(col.name)
+        )
+    if col.type == "timestamp_ns":
+        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+        return F.timestamp_add("MICROSECOND", F.floor(c / 1000), epoch).alias(col.name)
+    if col.type in ("int128", "uint128"):
+        return c.cast(T.DecimalType(38, 0)).alias(col.name)
+    return c
 
 
 def _uuid_text(name: str) -> SparkColumn:

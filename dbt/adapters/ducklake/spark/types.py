@@ -7,8 +7,10 @@ struct struct, map map. Spark types with no DuckLake equivalent Spark can write
 (intervals, void, variant, calendar interval) are refused with a clear error.
 
 Read mapping for DuckLake types Spark lacks: uint8 smallint, uint16 int, uint32 bigint,
-uint64 decimal(20,0), int128/uint128 decimal(38,0), uuid/json/time/timetz/interval
-string, timestamp_s/_ms/_ns timestamp_ntz.
+uint64 decimal(20,0), int128/uint128 decimal(38,0) (DuckDB stores them as DOUBLE, so
+only 53 bits survive), uuid/json/time/timetz string, timestamp_s/_ms timestamp_ntz,
+timestamp_ns timestamp_ntz truncated to microseconds. interval cannot be read yet (a
+clear error); these conversions apply to top-level columns.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ _TO_SPARK: dict[str, T.DataType] = {
     "timestamptz": T.TimestampType(),
     "time": T.StringType(),
     "timetz": T.StringType(),
-    "interval": T.StringType(),
 }
 
 _FROM_SPARK: dict[type, str] = {
@@ -88,6 +89,11 @@ def spark_type(col: Column) -> T.DataType:
     if is_decimal(col.type):
         p, s = decimal_params(col.type)
         return T.DecimalType(p, s)
+    if col.type == "interval":
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: DuckLake interval values cannot be read by Spark yet; "
+            "cast the column to VARCHAR in DuckDB or leave it out of the scan"
+        )
     if col.type not in _TO_SPARK:
         raise UnsupportedTypeError(
             f"column {col.name!r}: DuckLake type {col.type} cannot be read by Spark"
@@ -95,8 +101,19 @@ def spark_type(col: Column) -> T.DataType:
     return _TO_SPARK[col.type]
 
 
+# How DuckDB stores these physically; the scan converts them to the mapped Spark type.
+_PHYSICAL_READ: dict[str, T.DataType] = {
+    "uuid": T.BinaryType(),  # FIXED_LEN_BYTE_ARRAY(16)
+    "time": T.LongType(),  # INT64 TIME(MICROS); Spark cannot read TIME
+    "timetz": T.LongType(),
+    "timestamp_ns": T.LongType(),  # INT64 nanoseconds
+    "int128": T.DoubleType(),  # DuckDB writes HUGEINT as DOUBLE
+    "uint128": T.DoubleType(),
+}
+
+
 def spark_field(col: Column, *, reading: bool = False) -> T.StructField:
-    dt = T.BinaryType() if reading and col.type == "uuid" else spark_type(col)
+    dt = _PHYSICAL_READ[col.type] if reading and col.type in _PHYSICAL_READ else spark_type(col)
     return T.StructField(col.name, dt, True, {FIELD_ID: col.column_id})
 
 
