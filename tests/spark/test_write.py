@@ -219,3 +219,33 @@ def test_failed_write_leaves_only_orphans(spark, sqlite_catalog: Catalog) -> Non
     con = _duck(sqlite_catalog)
     assert con.execute("SELECT count(*) FROM t").fetchone() == (100,)
     con.close()
+
+
+def test_sort_on_insert_false_leaves_files_unsorted(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    with lake.transaction() as tx:
+        t = tx.create_table(
+            "main", "t", [ColumnSpec("id", "int64")], sort_by=[("id", "DESC", "NULLS_LAST")]
+        )
+        tx.set_option("sort_on_insert", "false", table=t)
+    insert_into(lake, "main", "t", spark.range(0, 300).coalesce(1))
+    (f,) = lake.catalog().data_files(lake.catalog().table("main", "t"))
+    assert pq.read_table(f.path).column("id").to_pylist() == list(range(300))
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("INTERVAL '1' DAY", "interval day"),
+        ("INTERVAL '1' YEAR", "interval year"),
+        ("NULL", "void"),
+    ],
+)
+def test_spark_types_without_a_ducklake_equivalent_are_refused(
+    spark, sqlite_catalog: Catalog, expression: str, message: str
+) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    df = spark.sql(f"SELECT 1 AS ok, {expression} AS bad")
+    with pytest.raises(ValueError, match=f"column 'bad': Spark type {message}.*cast it"):
+        create_table_as(lake, "main", "t", df)
+    assert lake.catalog().find_table("main", "t") is None
