@@ -34,3 +34,16 @@ def test_layer_check_would_catch_an_offender(tmp_path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import pyspark.sql\nfrom dbt.adapters.base import BaseAdapter\n")
     assert _imports(bad) == {"pyspark.sql", "dbt.adapters.base"}
+
+
+def test_spark_layer_never_imports_dbt() -> None:
+    files = sorted((PACKAGE / "spark").glob("*.py"))
+    assert len(files) >= 6
+    offenders = {
+        f"{f.name}: {name}"
+        for f in files
+        for name in _imports(f)
+        if name == "dbt"
+        or (name.startswith("dbt.") and not name.startswith("dbt.adapters.ducklake"))
+    }
+    assert not offenders, offenders
