@@ -249,3 +249,18 @@ def test_spark_types_without_a_ducklake_equivalent_are_refused(
     with pytest.raises(ValueError, match=f"column 'bad': Spark type {message}.*cast it"):
         create_table_as(lake, "main", "t", df)
     assert lake.catalog().find_table("main", "t") is None
+
+
+def test_user_columns_named_like_engine_internals(spark, catalog: Catalog) -> None:
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    df = spark.sql(
+        "SELECT id AS path, id AS fid, id AS row_id_start, id AS begin_snapshot, id AS pos, "
+        "id AS rowid FROM range(0, 30)"
+    )
+    create_table_as(lake, "main", "t", df)
+    con = _duck(catalog)
+    con.execute("DELETE FROM t WHERE path < 5")
+    rows = scan_table(spark, lake, "main", "t", lineage=True).collect()
+    assert sorted(r.path for r in rows) == list(range(5, 30))
+    assert len(rows[0]) == 8  # six user columns, then rowid and snapshot_id
+    con.close()

@@ -39,7 +39,7 @@ log = logging.getLogger("dbt.adapters.ducklake.spark")
 
 ROW_ID = "_ducklake_internal_row_id"
 ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
-_FILE_ID = "__ducklake_file_id"
+_FILE_ID = "__ducklake_del_fid_key"
 _POS = "__ducklake_pos"
 
 
@@ -238,7 +238,8 @@ def _read_files(
     defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
     file_info = spark.createDataFrame(
         [(_norm(f.path), f.data_file_id, f.row_id_start, f.begin_snapshot) for f in files],
-        "path string, fid bigint, row_id_start bigint, begin_snapshot bigint",
+        "__ducklake_file string, __ducklake_fid bigint, __ducklake_row_id_start bigint, "
+        "__ducklake_begin bigint",
     )
     by_id = [f.path for f in files if f.mapping_id is None]
     mapped: dict[int, list[str]] = {}
@@ -253,7 +254,7 @@ def _read_files(
         part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths)
         raw = part if raw is None else raw.unionByName(part)
     assert raw is not None
-    data = raw.join(F.broadcast(file_info), F.col("__path") == F.col("path"))
+    data = raw.join(F.broadcast(file_info), F.col("__ducklake_path") == F.col("__ducklake_file"))
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
     # partial files hold rows of several snapshots; keep those visible at `snap`
@@ -262,20 +263,25 @@ def _read_files(
     if deletes is not None:
         data = data.join(
             F.broadcast(deletes),
-            (data["fid"] == deletes[_FILE_ID]) & (data[_POS] == deletes["del_pos"]),
+            (data["__ducklake_fid"] == deletes[_FILE_ID])
+            & (data[_POS] == deletes["__ducklake_del_pos"]),
             "left_anti",
         )
     select = [_logical(c) for c in columns]
     if lineage:
-        select.append(F.coalesce(F.col(ROW_ID), F.col("row_id_start") + F.col(_POS)).alias("rowid"))
-        select.append(F.coalesce(F.col(ROW_SNAPSHOT), F.col("begin_snapshot")).alias("snapshot_id"))
+        select.append(
+            F.coalesce(F.col(ROW_ID), F.col("__ducklake_row_id_start") + F.col(_POS)).alias("rowid")
+        )
+        select.append(
+            F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_begin")).alias("snapshot_id")
+        )
     return data.select(*select)
 
 
 def _with_position(df: DataFrame) -> DataFrame:
     return df.select(
         "*",
-        local_path(F.col("_metadata.file_path")).alias("__path"),
+        local_path(F.col("_metadata.file_path")).alias("__ducklake_path"),
         F.col("_metadata.row_index").alias(_POS),
     )
 
@@ -319,7 +325,7 @@ def _read_mapped(
     select += [
         F.lit(None).cast("bigint").alias(ROW_ID),
         F.lit(None).cast("bigint").alias(ROW_SNAPSHOT),
-        F.col("__path"),
+        F.col("__ducklake_path"),
         F.col(_POS),
     ]
     return df.select(*select)
@@ -387,7 +393,8 @@ def _apply_defaults(
             continue
         value = F.lit(decode_default(col)).cast(spark_schema([col])[0].dataType)
         data = data.withColumn(
-            col.name, F.when(F.col("fid").isin(missing), value).otherwise(F.col(f"`{col.name}`"))
+            col.name,
+            F.when(F.col("__ducklake_fid").isin(missing), value).otherwise(F.col(f"`{col.name}`")),
         )
     return data
 
@@ -401,7 +408,7 @@ def _deletes(
     if with_files:
         delete_info = spark.createDataFrame(
             [(_norm(f.delete_file.path), f.data_file_id) for f in with_files if f.delete_file],
-            "del_path string, del_fid bigint",
+            "__ducklake_del_file string, __ducklake_del_fid bigint",
         )
         schema = T.StructType(
             [
@@ -411,17 +418,25 @@ def _deletes(
         )
         read = (
             read_parquet(spark, schema, [f.delete_file.path for f in with_files if f.delete_file])
-            .select("*", local_path(F.col("_metadata.file_path")).alias("__del_path"))
-            .join(F.broadcast(delete_info), F.col("__del_path") == F.col("del_path"))
+            .select("*", local_path(F.col("_metadata.file_path")).alias("__ducklake_del_path"))
+            .join(
+                F.broadcast(delete_info),
+                F.col("__ducklake_del_path") == F.col("__ducklake_del_file"),
+            )
             .where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
-            .select(F.col("del_fid").alias(_FILE_ID), F.col("pos").alias("del_pos"))
+            .select(
+                F.col("__ducklake_del_fid").alias(_FILE_ID),
+                F.col("pos").alias("__ducklake_del_pos"),
+            )
         )
         parts.append(read)
     if inlined_deletes:
         live = {f.data_file_id for f in files}
         rows = [(d.data_file_id, d.position) for d in inlined_deletes if d.data_file_id in live]
         if rows:
-            parts.append(spark.createDataFrame(rows, f"{_FILE_ID} bigint, del_pos bigint"))
+            parts.append(
+                spark.createDataFrame(rows, f"{_FILE_ID} bigint, __ducklake_del_pos bigint")
+            )
     if not parts:
         return None
     out = parts[0]
