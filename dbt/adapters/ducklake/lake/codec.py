@@ -71,8 +71,8 @@ def format_timestamp(value: datetime, with_tz: bool) -> str:
     if with_tz:
         value = value.astimezone(UTC) if value.tzinfo else value
     text = value.strftime("%Y-%m-%d %H:%M:%S")
-    if value.microsecond:
-        text += f".{value.microsecond:06d}"
+    if value.microsecond:  # as DuckDB prints it: no trailing zeros
+        text += f".{value.microsecond:06d}".rstrip("0")
     return text + ("+00" if with_tz else "")
 
 

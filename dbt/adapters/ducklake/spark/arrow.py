@@ -116,6 +116,8 @@ def _stat_value(col: Column, value: Any) -> str | None:
         return None
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, bool):
+        return "1" if value else "0"  # DuckDB's file stats (partition values say true/false)
     if isinstance(value, bytes) and col.type in ("varchar", "json"):
         value = value.decode("utf-8", "replace")
     if isinstance(value, datetime | date | Decimal | int | float | str | bytes | bool):
