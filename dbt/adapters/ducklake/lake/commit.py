@@ -634,15 +634,20 @@ class CommitContext:
             )
         self.change("deleted_from_table", t.table_id)  # type: ignore[arg-type]
 
-    def inline_insert(self, t: StagedTable, rows: list[tuple[Any, ...]]) -> None:
+    def inline_insert(
+        self, t: StagedTable, rows: list[tuple[Any, ...]], row_ids: list[int] | None
+    ) -> None:
         assert t.table_id is not None
         name = self.new_inlined.get(t.table_id) or self.latest_inlined_table(t)
         stats = self.table_stats(t.table_id)
         columns = [c.to_column() for c in t.columns]
         params = []
-        for row in rows:
-            record = {"row_id": stats.next_row_id, "snap": self.snapshot_id}
-            stats.next_row_id += 1
+        for i, row in enumerate(rows):
+            if row_ids is None:
+                record = {"row_id": stats.next_row_id, "snap": self.snapshot_id}
+                stats.next_row_id += 1
+            else:
+                record = {"row_id": row_ids[i], "snap": self.snapshot_id}
             for i, (col, value) in enumerate(zip(columns, row, strict=True)):
                 record[f"c{i}"] = encode_inlined(self.backend, col, value)
             params.append(record)
@@ -838,7 +843,7 @@ def apply_commit(
         elif op.kind == "end_files":
             ctx.end_files(op.table, op.payload)
         elif op.kind == "inline_insert":
-            ctx.inline_insert(op.table, op.payload)
+            ctx.inline_insert(op.table, *op.payload)
         elif op.kind == "inline_delete_rows":
             ctx.inline_delete_rows(op.table, op.payload)
         elif op.kind == "inline_delete_pos":

@@ -581,8 +581,19 @@ class Transaction:
         if ids:
             self._data("end_files", table, ids)
 
-    def insert_inlined(self, table: StagedTable, rows: Sequence[Sequence[Any]]) -> None:
-        """Rows in top-level column order, as Python values; stored in the catalog."""
+    def insert_inlined(
+        self,
+        table: StagedTable,
+        rows: Sequence[Sequence[Any]],
+        row_ids: Sequence[int] | None = None,
+    ) -> None:
+        """Rows in top-level column order, as Python values; stored in the catalog.
+
+        `row_ids` keeps the ids rows already had (an UPDATE moves rows, it does not
+        create them); otherwise new ids are assigned at commit.
+        """
+        if row_ids is not None and len(row_ids) != len(rows):
+            raise InvalidChangeError("insert_inlined: one row id per row")
         width = len(table.columns)
         for row in rows:
             if len(row) != width:
@@ -591,7 +602,8 @@ class Transaction:
                     f"table has {width} columns"
                 )
         if rows:
-            self._data("inline_insert", table, [tuple(r) for r in rows])
+            ids = list(row_ids) if row_ids is not None else None
+            self._data("inline_insert", table, ([tuple(r) for r in rows], ids))
 
     def delete_inlined_rows(self, table: StagedTable, row_ids: Iterable[int]) -> None:
         ids = sorted(set(row_ids))

@@ -35,6 +35,7 @@ from ..lake.types import (
 )
 
 FIELD_ID_KEY = b"PARQUET:field_id"
+ROW_ID_FIELD = 2147483540
 
 _ARROW: dict[str, pa.DataType] = {
     "boolean": pa.bool_(),
@@ -206,9 +207,24 @@ def _walk(col: Column) -> Iterator[Column]:
 class FileWriter:
     """Rolls Parquet files under a directory at the target size; returns their facts."""
 
-    def __init__(self, columns: Sequence[Column], options: WriteOptions, subdir: str = ""):
+    def __init__(
+        self,
+        columns: Sequence[Column],
+        options: WriteOptions,
+        subdir: str = "",
+        with_row_ids: bool = False,
+    ):
         self.columns = list(columns)
         self.schema = arrow_schema(self.columns)
+        if with_row_ids:  # rows that keep their ids (UPDATE, MERGE) carry them explicitly
+            self.schema = self.schema.append(
+                pa.field(
+                    "_ducklake_internal_row_id",
+                    pa.int64(),
+                    nullable=False,
+                    metadata=_fid(ROW_ID_FIELD),
+                )
+            )
         self.options = options
         self.subdir = subdir
         self.results: list[dict[str, Any]] = []
@@ -305,3 +321,75 @@ def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
     if array.type.equals(target):
         return array
     return array.cast(target)
+
+
+# ---------------------------------------------------------------------------------------
+# Delete files
+
+DELETE_PATH_ID = 2147483646
+DELETE_POS_ID = 2147483645
+SNAPSHOT_ID = 2147483539
+
+_DELETE_FIELDS = [
+    pa.field("file_path", pa.string(), nullable=False, metadata=_fid(DELETE_PATH_ID)),
+    pa.field("pos", pa.int64(), nullable=False, metadata=_fid(DELETE_POS_ID)),
+]
+_SNAPSHOT_FIELD = pa.field(
+    "_ducklake_internal_snapshot_id", pa.int64(), nullable=False, metadata=_fid(SNAPSHOT_ID)
+)
+
+
+@dataclass(frozen=True)
+class DeleteTarget:
+    """What a task needs to write the delete file of one data file."""
+
+    root: str  # table directory, ends with '/'
+    data_file: str  # absolute path of the data file, written into `file_path`
+    old_delete_file: str | None  # its live delete file, merged into a partial one
+    old_begin_snapshot: int | None
+
+
+def write_delete_file(
+    target: DeleteTarget, positions: Sequence[int], stamp: int, compression: str
+) -> dict[str, Any]:
+    """A positional delete file; partial (with snapshot ids) when one already existed."""
+    new = sorted(set(positions))
+    name = f"ducklake-{uuid.uuid4()}-delete.parquet"
+    path = target.root + name
+    if target.old_delete_file is None:
+        table = pa.table(
+            [pa.array([target.data_file] * len(new)), pa.array(new, pa.int64())],
+            schema=pa.schema(_DELETE_FIELDS),
+        )
+        begin, partial_max = None, None
+    else:
+        old = pq.read_table(target.old_delete_file)
+        old_pos = old.column("pos").to_pylist()
+        if "_ducklake_internal_snapshot_id" in old.column_names:
+            old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
+        else:
+            old_snap = [target.old_begin_snapshot] * len(old_pos)
+        merged = dict(zip(old_pos, old_snap, strict=True))
+        for p in new:
+            merged.setdefault(p, stamp)
+        order = sorted(merged)
+        snaps = [merged[p] for p in order]
+        table = pa.table(
+            [
+                pa.array([target.data_file] * len(order)),
+                pa.array(order, pa.int64()),
+                pa.array(snaps, pa.int64()),
+            ],
+            schema=pa.schema([*_DELETE_FIELDS, _SNAPSHOT_FIELD]),
+        )
+        begin, partial_max = min(snaps), max(snaps)
+    pq.write_table(table, path, compression=compression)
+    meta = pq.read_metadata(path)
+    return {
+        "path": name,
+        "delete_count": table.num_rows,
+        "file_size": os.path.getsize(path),
+        "footer_size": meta.serialized_size,
+        "begin_snapshot": begin,
+        "partial_max": partial_max,
+    }

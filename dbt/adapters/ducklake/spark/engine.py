@@ -179,7 +179,7 @@ def _overwrite(
         transforms, positions = _partition_fields(table)
         for op in new_ops:
             if op.kind == "inline_insert":
-                new_values |= {_row_key(row, positions, transforms) for row in op.payload}
+                new_values |= {_row_key(row, positions, transforms) for row in op.payload[0]}
         victims = [f.data_file_id for f in files if f.partition_values in new_values]
         inlined = [
             r.row_id

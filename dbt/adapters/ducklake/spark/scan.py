@@ -40,6 +40,8 @@ log = logging.getLogger("dbt.adapters.ducklake.spark")
 ROW_ID = "_ducklake_internal_row_id"
 ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
 _FILE_ID = "__ducklake_del_fid_key"
+FILE_ID_COL = "__ducklake_fid"
+POS_COL = "__ducklake_pos"
 _POS = "__ducklake_pos"
 
 
@@ -94,12 +96,15 @@ def scan_table(
     *,
     at: int | datetime | None = None,
     lineage: bool = False,
+    positions: bool = False,
     predicates: Sequence[Predicate] = (),
     metrics: ScanMetrics | None = None,
 ) -> DataFrame:
     """The table as of `at` (snapshot id, time, or latest), with current names and types.
 
-    `lineage` adds `rowid` and `snapshot_id` (the snapshot that wrote each row).
+    `lineage` adds `rowid` and `snapshot_id` (the snapshot that wrote each row);
+    `positions` adds `__ducklake_fid` and `__ducklake_pos`, the data file id and row
+    position of each row (NULL for inlined rows), which merge-on-read DML needs.
     `predicates` only prune files; callers still filter rows.
     """
     cat = lake.catalog(at)
@@ -117,6 +122,7 @@ def scan_table(
         inlined_deletes,
         inlined,
         lineage=lineage,
+        positions=positions,
         predicates=predicates,
         metrics=metrics,
         partition=state.partition,
@@ -133,6 +139,7 @@ def _plan(
     inlined: Sequence[Any],
     *,
     lineage: bool,
+    positions: bool,
     predicates: Sequence[Predicate],
     metrics: ScanMetrics | None,
     partition: Any,
@@ -159,15 +166,20 @@ def _plan(
     out_schema = spark_schema(list(columns))
     if lineage:
         out_schema = out_schema.add("rowid", T.LongType()).add("snapshot_id", T.LongType())
+    if positions:
+        out_schema = out_schema.add(FILE_ID_COL, T.LongType()).add(POS_COL, T.LongType())
     parts: list[DataFrame] = []
     if kept:
         parts.append(
-            _read_files(spark, cat, columns, kept, file_stats, inlined_deletes, snap, lineage)
+            _read_files(
+                spark, cat, columns, kept, file_stats, inlined_deletes, snap, lineage, positions
+            )
         )
     if inlined:
         rows = [
             tuple(r.values[c.column_id] for c in columns)
             + ((r.row_id, r.begin_snapshot) if lineage else ())
+            + ((None, None) if positions else ())
             for r in inlined
         ]
         parts.append(spark.createDataFrame(_plain(rows, columns), out_schema))
@@ -225,6 +237,7 @@ def _read_files(
     inlined_deletes: Sequence[Any],
     snap: int,
     lineage: bool,
+    positions: bool = False,
 ) -> DataFrame:
     read_schema = spark_schema(list(columns), reading=True)
     read_schema = read_schema.add(
@@ -275,6 +288,8 @@ def _read_files(
         select.append(
             F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_begin")).alias("snapshot_id")
         )
+    if positions:
+        select += [F.col("__ducklake_fid").alias(FILE_ID_COL), F.col(_POS).alias(POS_COL)]
     return data.select(*select)
 
 

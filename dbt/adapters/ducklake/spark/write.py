@@ -197,10 +197,15 @@ def write_data_files(
     *,
     partition: Sequence[tuple[int, str]] | None = None,
     sort: Sequence[tuple[str, str, str]] | None = None,
+    row_ids: bool = False,
 ) -> list[DataFileSpec]:
-    """Write `df` (columns in the table's top-level order) as data files of `table`."""
+    """Write `df` (columns in the table's top-level order) as data files of `table`.
+
+    With `row_ids`, `df` has one more column, the ids its rows keep, written as
+    `_ducklake_internal_row_id`.
+    """
     columns = table.column_list()
-    names = [c.name for c in columns]
+    names = [c.name for c in columns] + (["_ducklake_internal_row_id"] if row_ids else [])
     if [n.lower() for n in df.columns] != [n.lower() for n in names]:
         raise ValueError(
             f"data for {table.qualified_name} has columns {df.columns}; the table has {names}"
@@ -228,7 +233,7 @@ def write_data_files(
     if part_cols or sort_exprs:
         data = data.sortWithinPartitions(*[F.col(c) for c in part_cols], *sort_exprs)
     transforms = [(key, col.type, transform) for key, col, transform in plan]
-    task = _WriteTask(columns, options, transforms)
+    task = _WriteTask(columns, options, transforms, row_ids)
     rows = data.mapInArrow(task, _RESULT_SCHEMA).collect()  # one small row per file
     specs = [_spec(r) for r in rows]
     log.info("wrote %s file(s) for %s", len(specs), table.qualified_name)
@@ -266,14 +271,20 @@ class _WriteTask:
     """Picklable task body: split sorted batches by partition key, roll files per key."""
 
     def __init__(
-        self, columns: list[Column], options: WriteOptions, transforms: list[tuple[str, str, str]]
+        self,
+        columns: list[Column],
+        options: WriteOptions,
+        transforms: list[tuple[str, str, str]],
+        row_ids: bool = False,
     ):
         self.columns = columns
         self.options = options
         self.transforms = transforms
+        self.row_ids = row_ids
+        self.width = len(columns) + (1 if row_ids else 0)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        width = len(self.columns)
+        width = self.width
         writers: dict[tuple[str | None, ...], FileWriter] = {}
         for batch in batches:
             data = pa.RecordBatch.from_arrays(
@@ -282,7 +293,7 @@ class _WriteTask:
             if not self.transforms:
                 key: tuple[str | None, ...] = ()
                 writer = writers.get(key) or writers.setdefault(
-                    key, FileWriter(self.columns, self.options)
+                    key, FileWriter(self.columns, self.options, with_row_ids=self.row_ids)
                 )
                 writer.write(data)
                 continue
@@ -292,7 +303,9 @@ class _WriteTask:
                 if i == batch.num_rows or keys[i] != keys[start]:
                     key = keys[start]
                     if key not in writers:
-                        writers[key] = FileWriter(self.columns, self.options, self._subdir(key))
+                        writers[key] = FileWriter(
+                            self.columns, self.options, self._subdir(key), self.row_ids
+                        )
                     writers[key].write(data.slice(start, i - start))
                     start = i
         rows = []
@@ -308,7 +321,7 @@ class _WriteTask:
             yield pa.RecordBatch.from_pylist(rows)
 
     def _keys(self, batch: pa.RecordBatch, row: int) -> tuple[str | None, ...]:
-        width = len(self.columns)
+        width = self.width
         values = [batch.column(width + i)[row].as_py() for i in range(len(self.transforms))]
         return partition_key(values, self.transforms)
 

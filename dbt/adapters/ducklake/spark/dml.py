@@ -1,0 +1,272 @@
+"""DELETE and UPDATE as distributed, merge-on-read Spark plans, each one snapshot.
+
+Touched rows are found on executors (a scan with file ids and positions). Per data file
+the driver receives only a count, then, like DuckDB: a file whose rows all go is ended;
+up to `data_inlining_row_limit` positions are stored as inlined deletes; more are written
+by Spark tasks as a positional delete file (a partial one, merged with the old file's
+positions and snapshot ids, when the data file already had deletes). Untouched files are
+never read for writing or rewritten. UPDATE also writes the new versions of the rows,
+which keep their row ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..lake.lake import Lake
+from ..lake.models import DataFile, Snapshot
+from ..lake.staged import DeleteFileSpec, StagedTable
+from ..lake.transaction import Transaction
+from .arrow import DeleteTarget, write_delete_file
+from .engine import CommitInfo, _python, inlining_limit, write_options
+from .scan import FILE_ID_COL, POS_COL, scan_table
+from .types import spark_type
+from .write import write_data_files
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+_DELETE_RESULT = (
+    "fid bigint, path string, delete_count bigint, file_size bigint, footer_size bigint, "
+    "begin_snapshot bigint, partial_max bigint"
+)
+
+
+def _condition(condition: str | SparkColumn | None) -> SparkColumn:
+    if condition is None:
+        return F.lit(True)
+    return F.expr(condition) if isinstance(condition, str) else condition
+
+
+def _target(spark: SparkSession, lake: Lake, tx: Transaction, schema: str, name: str) -> DataFrame:
+    # the rows as of the transaction's base snapshot, with lineage and file positions
+    return scan_table(
+        spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True
+    )
+
+
+def delete_where(
+    spark: SparkSession,
+    lake: Lake,
+    schema: str,
+    name: str,
+    condition: str | SparkColumn | None,
+    *,
+    commit: CommitInfo | None = None,
+) -> Snapshot | None:
+    """DELETE FROM schema.name WHERE condition (Spark SQL expression or Column)."""
+    commit = commit or CommitInfo()
+    tx = lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+    table = tx.table(schema, name)
+    victims = _target(spark, lake, tx, schema, name).where(_condition(condition))
+    stage_deletes(spark, lake, tx, table, victims)
+    return tx.commit()
+
+
+def update_where(
+    spark: SparkSession,
+    lake: Lake,
+    schema: str,
+    name: str,
+    assignments: Mapping[str, str | SparkColumn],
+    condition: str | SparkColumn | None = None,
+    *,
+    commit: CommitInfo | None = None,
+) -> Snapshot | None:
+    """UPDATE schema.name SET col = expr, ... WHERE condition, keeping row ids."""
+    commit = commit or CommitInfo()
+    tx = lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+    table = tx.table(schema, name)
+    columns = table.column_list()
+    known = {c.name.lower(): c for c in columns}
+    for col in assignments:
+        if col.lower() not in known:
+            raise ValueError(
+                f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
+                f"{', '.join(c.name for c in columns)}"
+            )
+    matched = _target(spark, lake, tx, schema, name).where(_condition(condition))
+    matched = matched.persist()
+    try:
+        exprs = {
+            k.lower(): (F.expr(v) if isinstance(v, str) else v) for k, v in assignments.items()
+        }
+        new_rows = matched.select(
+            *[
+                (exprs[c.name.lower()] if c.name.lower() in exprs else F.col(f"`{c.name}`"))
+                .cast(spark_type(c))
+                .alias(c.name)
+                for c in columns
+            ],
+            F.col("rowid").alias("_ducklake_internal_row_id"),
+        )
+        stage_deletes(spark, lake, tx, table, matched)
+        _stage_moved_rows(lake, tx, table, new_rows)
+        return tx.commit()
+    finally:
+        matched.unpersist()
+
+
+def _stage_moved_rows(lake: Lake, tx: Transaction, table: StagedTable, rows: DataFrame) -> None:
+    """New versions of rows that keep their ids: inlined when few, else files."""
+    limit = inlining_limit(lake, table)
+    if limit > 0:
+        head = rows.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
+        if len(head) <= limit:
+            if head:
+                tx.insert_inlined(
+                    table,
+                    [tuple(_python(v) for v in r[:-1]) for r in head],
+                    row_ids=[r[-1] for r in head],
+                )
+            return
+    files = write_data_files(
+        rows,
+        table,
+        write_options(lake, table),
+        partition=table.current_partition(),
+        sort=table.current_sort(),
+        row_ids=True,
+    )
+    tx.add_data_files(table, files)
+
+
+def stage_deletes(
+    spark: SparkSession, lake: Lake, tx: Transaction, table: StagedTable, victims: DataFrame
+) -> int:
+    """Stage the removal of `victims` (rows of a `positions=True` lineage scan)."""
+    assert table.table_id is not None
+    keys = victims.select(
+        F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), F.col("rowid")
+    ).persist()
+    try:
+        per_file = {
+            r.fid: r.n
+            for r in keys.where("fid IS NOT NULL")
+            .groupBy("fid")
+            .agg(F.count("*").alias("n"))
+            .collect()
+        }  # one row per touched file
+        inlined = [r.rowid for r in keys.where("fid IS NULL").select("rowid").collect()]
+        if inlined:
+            tx.delete_inlined_rows(table, inlined)
+        if not per_file:
+            return len(inlined)
+        files = {
+            f.data_file_id: f for f in tx.catalog.data_files(tx.catalog.table_by_id(table.table_id))
+        }
+        already = _deleted_counts(tx, table.table_id, files)
+        limit = inlining_limit(lake, table)
+        ended, small, large = [], [], []
+        for fid, n in per_file.items():
+            if n + already.get(fid, 0) >= files[fid].record_count:
+                ended.append(fid)
+            elif 0 < n <= limit:
+                small.append(fid)
+            else:
+                large.append(fid)
+        if ended:
+            tx.end_data_files(table, ended)
+        if small:
+            positions: dict[int, list[int]] = {}
+            for r in keys.where(F.col("fid").isin(small)).select("fid", "pos").collect():
+                positions.setdefault(r.fid, []).append(r.pos)  # at most `limit` per file
+            for fid, pos in sorted(positions.items()):
+                tx.delete_inlined_positions(table, fid, pos)
+        if large:
+            tx.add_delete_files(
+                table,
+                _write_delete_files(
+                    keys.where(F.col("fid").isin(large)),
+                    {fid: files[fid] for fid in large},
+                    tx,
+                    table,
+                    lake,
+                ),
+            )
+        log.info(
+            "%s: %s file(s) ended, %s with inlined deletes, %s with delete files, "
+            "%s inlined row(s) deleted",
+            table.qualified_name,
+            len(ended),
+            len(small),
+            len(large),
+            len(inlined),
+        )
+        return sum(per_file.values()) + len(inlined)
+    finally:
+        keys.unpersist()
+
+
+def _deleted_counts(tx: Transaction, table_id: int, files: dict[int, DataFile]) -> dict[int, int]:
+    counts = {fid: f.delete_file.delete_count for fid, f in files.items() if f.delete_file}
+    for d in tx.catalog.inlined_deletes(table_id):
+        counts[d.data_file_id] = counts.get(d.data_file_id, 0) + 1
+    return counts
+
+
+def _write_delete_files(
+    keys: DataFrame, files: dict[int, DataFile], tx: Transaction, table: StagedTable, lake: Lake
+) -> list[DeleteFileSpec]:
+    targets = {
+        fid: DeleteTarget(
+            root=table.root,
+            data_file=f.path,
+            old_delete_file=f.delete_file.path if f.delete_file else None,
+            old_begin_snapshot=f.delete_file.begin_snapshot if f.delete_file else None,
+        )
+        for fid, f in files.items()
+    }
+    task = _DeleteTask(targets, tx.stamp_snapshot_id, write_options(lake, table).compression)
+    rows = (
+        keys.select("fid", "pos")
+        .repartition(F.col("fid"))
+        .sortWithinPartitions("fid", "pos")
+        .mapInArrow(task, _DELETE_RESULT)
+        .collect()  # one small row per delete file
+    )
+    return [
+        DeleteFileSpec(
+            data_file_id=r.fid,
+            path=r.path,
+            delete_count=r.delete_count,
+            file_size_bytes=r.file_size,
+            footer_size=r.footer_size,
+            begin_snapshot=r.begin_snapshot,
+            partial_max=r.partial_max,
+        )
+        for r in rows
+    ]
+
+
+class _DeleteTask:
+    """Picklable task: one delete file per data file id in this partition."""
+
+    def __init__(self, targets: dict[int, DeleteTarget], stamp: int, compression: str):
+        self.targets = targets
+        self.stamp = stamp
+        self.compression = compression
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        positions: dict[int, list[int]] = {}
+        for batch in batches:
+            fids = batch.column(0).to_pylist()
+            pos = batch.column(1).to_pylist()
+            for f, p in zip(fids, pos, strict=True):
+                positions.setdefault(f, []).append(p)
+        rows: list[dict[str, Any]] = []
+        for fid, pos_list in positions.items():
+            facts = write_delete_file(self.targets[fid], pos_list, self.stamp, self.compression)
+            rows.append({"fid": fid, **facts})
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows)
