@@ -1,0 +1,173 @@
+"""MERGE INTO as one distributed Spark plan and one snapshot (merge-on-read).
+
+Target rows (with file ids, positions and row ids) are full-outer-joined with the source
+on the ON condition. Clauses of each kind are tried in order; the first whose condition
+holds decides a row's fate. Deleted and updated target rows are removed through
+`dml.stage_deletes`, updated rows are written again with their row ids, inserted rows as
+new rows. A target row matched by more than one source row is an error and nothing is
+committed (as in Delta Lake and DuckDB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..lake.lake import Lake
+from ..lake.models import Snapshot
+from .dml import _stage_moved_rows, stage_deletes
+from .engine import CommitInfo, stage_rows
+from .scan import FILE_ID_COL, POS_COL, scan_table
+from .types import spark_type
+
+KINDS = ("matched", "not_matched", "not_matched_by_source")
+ACTIONS = {
+    "matched": ("update", "delete"),
+    "not_matched": ("insert",),
+    "not_matched_by_source": ("update", "delete"),
+}
+
+
+class MergeError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class When:
+    """One WHEN clause. `values` maps target columns to expressions; None means `*`."""
+
+    kind: str  # matched | not_matched | not_matched_by_source
+    action: str  # update | delete | insert
+    condition: str | None = None
+    values: Mapping[str, str] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise MergeError(f"WHEN clause kind {self.kind!r}: accepted {', '.join(KINDS)}")
+        if self.action not in ACTIONS[self.kind]:
+            raise MergeError(
+                f"WHEN {self.kind.replace('_', ' ').upper()} cannot {self.action.upper()}; "
+                f"accepted: {', '.join(a.upper() for a in ACTIONS[self.kind])}"
+            )
+
+
+def merge_into(
+    spark: SparkSession,
+    lake: Lake,
+    schema: str,
+    name: str,
+    source: DataFrame,
+    on: str,
+    clauses: Sequence[When],
+    *,
+    target_alias: str = "t",
+    source_alias: str = "s",
+    commit: CommitInfo | None = None,
+) -> Snapshot | None:
+    """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
+    commit = commit or CommitInfo()
+    tx = lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+    table = tx.table(schema, name)
+    columns = table.column_list()
+    names = [c.name for c in columns]
+    target = scan_table(
+        spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True
+    ).withColumn("__ducklake_t", F.lit(True))
+    src = source.withColumn("__ducklake_s", F.lit(True))
+    joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
+    t_in = F.col("__ducklake_t").isNotNull()
+    s_in = F.col("__ducklake_s").isNotNull()
+    state = (
+        F.when(t_in & s_in, F.lit("matched"))
+        .when(s_in, F.lit("not_matched"))
+        .otherwise(F.lit("not_matched_by_source"))
+    )
+    choice: SparkColumn = F.lit(None).cast("int")
+    for i in reversed(range(len(clauses))):
+        c = clauses[i]
+        hit = (state == F.lit(c.kind)) & (F.expr(c.condition) if c.condition else F.lit(True))
+        choice = F.when(hit, F.lit(i)).otherwise(choice)
+    decided = (
+        joined.withColumn("__ducklake_clause", choice)
+        .where(F.col("__ducklake_clause").isNotNull())
+        .persist()
+    )
+    try:
+        dup = (
+            decided.where(t_in & s_in)
+            .groupBy(F.col(f"{target_alias}.rowid"))
+            .count()
+            .where("count > 1")
+            .limit(1)
+            .collect()
+        )
+        if dup:
+            raise MergeError(
+                f"MERGE into {table.qualified_name}: target row {dup[0][0]} matches more than "
+                "one source row; make the ON condition unique per target row. Nothing was "
+                "committed."
+            )
+        removed = [i for i, c in enumerate(clauses) if c.kind != "not_matched"]
+        victims = decided.where(F.col("__ducklake_clause").isin(removed)).select(
+            F.col(f"{target_alias}.{FILE_ID_COL}").alias(FILE_ID_COL),
+            F.col(f"{target_alias}.{POS_COL}").alias(POS_COL),
+            F.col(f"{target_alias}.rowid").alias("rowid"),
+        )
+        stage_deletes(spark, lake, tx, table, victims)
+        updates = [i for i, c in enumerate(clauses) if c.action == "update"]
+        if updates:
+            moved = decided.where(F.col("__ducklake_clause").isin(updates)).select(
+                *_values(
+                    clauses, updates, columns, names, target_alias, source_alias, keep_target=True
+                ),
+                F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"),
+            )
+            _stage_moved_rows(lake, tx, table, moved)
+        inserts = [i for i, c in enumerate(clauses) if c.action == "insert"]
+        if inserts:
+            new = decided.where(F.col("__ducklake_clause").isin(inserts)).select(
+                *_values(
+                    clauses, inserts, columns, names, target_alias, source_alias, keep_target=False
+                )
+            )
+            stage_rows(lake, tx, table, new)
+        return tx.commit()
+    finally:
+        decided.unpersist()
+
+
+def _values(
+    clauses: Sequence[When],
+    chosen: list[int],
+    columns: list,  # type: ignore[type-arg]
+    names: list[str],
+    t: str,
+    s: str,
+    *,
+    keep_target: bool,
+) -> list[SparkColumn]:
+    """Per target column: the value the deciding clause gives it."""
+    out = []
+    for col in columns:
+        expr: SparkColumn = F.col(f"{t}.`{col.name}`") if keep_target else F.lit(None)
+        for i in reversed(chosen):
+            c = clauses[i]
+            if c.values is None:  # UPDATE SET * / INSERT *: the source column of that name
+                value = F.col(f"{s}.`{col.name}`")
+            else:
+                lowered = {k.lower(): v for k, v in c.values.items()}
+                unknown = set(lowered) - {n.lower() for n in names}
+                if unknown:
+                    raise MergeError(f"MERGE: no target column(s) {', '.join(sorted(unknown))}")
+                if col.name.lower() not in lowered:
+                    continue
+                value = F.expr(lowered[col.name.lower()])
+            expr = F.when(F.col("__ducklake_clause") == F.lit(i), value).otherwise(expr)
+        out.append(expr.cast(spark_type(col)).alias(col.name))
+    return out

@@ -1,0 +1,150 @@
+"""MERGE INTO on Spark: equal to DuckDB's MERGE on a twin lake for the clause forms DuckDB
+supports (one UPDATE/DELETE action), equal to an independent Python oracle for ordered
+multi-action clauses; a target row matched twice is an error that commits nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.engine import insert_into
+from dbt.adapters.ducklake.spark.merge import MergeError, When, merge_into
+from dbt.adapters.ducklake.spark.scan import scan_table
+from tests import duck
+from tests.canon import canon_rows
+from tests.conftest import Catalog
+from tests.spark.test_roundtrip import _spark_rows
+
+SOURCE = "SELECT i AS id, 'new' || i AS v, CAST(i % 3 AS INT) AS n FROM range({lo}, {hi}) r(i)"
+
+DUCK_CASES = [
+    (
+        "MERGE INTO t USING src AS s ON t.id = s.id "
+        "WHEN MATCHED AND s.n > 0 THEN UPDATE SET v = s.v, n = t.n + 100 "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v, s.n)",
+        [
+            When("matched", "update", "s.n > 0", {"v": "s.v", "n": "t.n + 100"}),
+            When("not_matched", "insert", None, {"id": "s.id", "v": "s.v", "n": "s.n"}),
+        ],
+        (90, 130),
+    ),
+    (
+        "MERGE INTO t USING src AS s ON t.id = s.id WHEN MATCHED THEN DELETE "
+        "WHEN NOT MATCHED AND s.n > 0 THEN INSERT *",
+        [When("matched", "delete"), When("not_matched", "insert", "s.n > 0")],
+        (120, 140),
+    ),
+    (
+        "MERGE INTO t USING src AS s ON t.id = s.id "
+        "WHEN NOT MATCHED BY SOURCE AND t.id < 20 THEN DELETE WHEN NOT MATCHED THEN INSERT *",
+        [When("not_matched_by_source", "delete", "t.id < 20"), When("not_matched", "insert")],
+        (50, 150),
+    ),
+    (
+        "MERGE INTO t USING src AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *",
+        [When("matched", "update")],
+        (140, 160),
+    ),
+]
+
+
+def _twins(spark, catalog: Catalog, tmp_path):  # type: ignore[no-untyped-def]
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    con = duck.connect()
+    duck.attach(con, catalog.duckdb_attach, alias="ours")
+    duck.attach(con, f"sqlite:{tmp_path}/twin.sqlite", alias="twin", data_path=str(tmp_path / "tw"))
+    con.execute("CREATE TABLE ours.main.t (id BIGINT, v VARCHAR, n INTEGER)")
+    con.execute("CREATE TABLE twin.main.t (id BIGINT, v VARCHAR, n INTEGER)")
+    con.execute(
+        "INSERT INTO twin.main.t SELECT i, 'v' || i, (i % 5)::INTEGER FROM range(0, 100) r(i)"
+    )
+    insert_into(
+        lake,
+        "main",
+        "t",
+        spark.sql("SELECT id, concat('v', id), CAST(id % 5 AS INT) FROM range(0, 100)").coalesce(1),
+    )
+    return lake, con
+
+
+def test_merge_matches_duckdb(spark, catalog: Catalog, tmp_path) -> None:
+    lake, con = _twins(spark, catalog, tmp_path)
+    for duck_sql, clauses, (lo, hi) in DUCK_CASES:
+        sql = SOURCE.replace("{lo}", str(lo)).replace("{hi}", str(hi))
+        con.execute(f"CREATE OR REPLACE TEMP TABLE src AS {sql}")
+        con.execute("USE twin")
+        con.execute(duck_sql)
+        merge_into(spark, lake, "main", "t", spark.sql(sql), "t.id = s.id", clauses)
+        expected = con.execute("SELECT * FROM twin.main.t").fetchall()
+        ours = con.execute("SELECT * FROM ours.main.t").fetchall()
+        assert canon_rows(ours) == canon_rows(expected), duck_sql
+        scanned = _spark_rows(scan_table(spark, lake, "main", "t"))
+        assert canon_rows(scanned) == canon_rows(expected)
+        # updated rows keep their row ids, as in DuckDB
+        kept = "SELECT rowid, id FROM {}.main.t WHERE id < 100"
+        assert canon_rows(con.execute(kept.format("ours")).fetchall()) == canon_rows(
+            con.execute(kept.format("twin")).fetchall()
+        )
+    con.close()
+
+
+def _oracle(target: list[tuple], source: list[tuple]) -> list[tuple]:
+    """Ordered clauses of the multi-action merge below, in plain Python."""
+    src = {r[0]: r for r in source}
+    out = []
+    for tid, tv, tn in target:
+        s = src.get(tid)
+        if s is not None:
+            if s[2] == 0:
+                continue  # WHEN MATCHED AND s.n = 0 THEN DELETE
+            out.append((tid, s[1], tn + 100))  # WHEN MATCHED THEN UPDATE
+        elif tid < 20:
+            continue  # NOT MATCHED BY SOURCE AND t.id < 20: DELETE
+        elif tid < 40:
+            out.append((tid, "orphan", tn))  # NOT MATCHED BY SOURCE AND t.id < 40: UPDATE
+        else:
+            out.append((tid, tv, tn))
+    target_ids = {r[0] for r in target}
+    out += [s for k, s in src.items() if k not in target_ids and s[2] > 0]  # INSERT *
+    return out
+
+
+def test_multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tmp_path) -> None:
+    lake, con = _twins(spark, sqlite_catalog, tmp_path)
+    sql = SOURCE.replace("{lo}", "60").replace("{hi}", "130")
+    before = _spark_rows(scan_table(spark, lake, "main", "t"))
+    merge_into(
+        spark,
+        lake,
+        "main",
+        "t",
+        spark.sql(sql),
+        "t.id = s.id",
+        [
+            When("matched", "delete", "s.n = 0"),
+            When("matched", "update", None, {"v": "s.v", "n": "t.n + 100"}),
+            When("not_matched", "insert", "s.n > 0"),
+            When("not_matched_by_source", "delete", "t.id < 20"),
+            When("not_matched_by_source", "update", "t.id < 40", {"v": "'orphan'"}),
+        ],
+    )
+    expected = _oracle(before, _spark_rows(spark.sql(sql)))
+    assert canon_rows(con.execute("SELECT * FROM ours.main.t").fetchall()) == canon_rows(expected)
+    assert canon_rows(_spark_rows(scan_table(spark, lake, "main", "t"))) == canon_rows(expected)
+
+    last = lake.latest_snapshot()
+    dup = spark.sql("SELECT id, 'x' AS v, 1 AS n FROM range(45, 47) UNION ALL SELECT 45, 'y', 2")
+    with pytest.raises(MergeError, match="matches more than one source row"):
+        merge_into(
+            spark,
+            lake,
+            "main",
+            "t",
+            dup,
+            "t.id = s.id",
+            [When("matched", "update", None, {"v": "s.v"})],
+        )
+    assert lake.latest_snapshot() == last
+    with pytest.raises(MergeError, match="cannot INSERT; accepted: UPDATE, DELETE"):
+        When("matched", "insert")
+    con.close()
