@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
-from ..lake.models import Snapshot
+from ..lake.models import Column, Snapshot
 from .dml import _stage_moved_rows, stage_deletes
 from .engine import CommitInfo, stage_rows
 from .scan import FILE_ID_COL, POS_COL, scan_table
@@ -145,7 +145,7 @@ def merge_into(
 def _values(
     clauses: Sequence[When],
     chosen: list[int],
-    columns: list,  # type: ignore[type-arg]
+    columns: list[Column],
     names: list[str],
     t: str,
     s: str,
