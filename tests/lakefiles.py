@@ -22,57 +22,13 @@ from dbt.adapters.ducklake.lake.codec import stats_string
 from dbt.adapters.ducklake.lake.models import DataFile
 from dbt.adapters.ducklake.lake.reader import CatalogReader, decode_default
 from dbt.adapters.ducklake.lake.staged import StagedTable
-from dbt.adapters.ducklake.lake.types import FLOAT_TYPES, decimal_params, is_decimal
+from dbt.adapters.ducklake.lake.types import FLOAT_TYPES, is_decimal
+from dbt.adapters.ducklake.spark.arrow import _fid, arrow_field
 
 FILE_PATH_FIELD_ID = 2147483646
 POS_FIELD_ID = 2147483645
 SNAPSHOT_FIELD_ID = 2147483539
 ROW_ID_FIELD_ID = 2147483540
-
-_ARROW = {
-    "boolean": pa.bool_(),
-    "int8": pa.int8(),
-    "int16": pa.int16(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "uint8": pa.uint8(),
-    "uint16": pa.uint16(),
-    "uint32": pa.uint32(),
-    "uint64": pa.uint64(),
-    "float32": pa.float32(),
-    "float64": pa.float64(),
-    "varchar": pa.string(),
-    "json": pa.string(),
-    "blob": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us"),
-    "timestamptz": pa.timestamp("us", tz="UTC"),
-}
-
-
-def _fid(column_id: int) -> dict[bytes, bytes]:
-    return {b"PARQUET:field_id": str(column_id).encode()}
-
-
-def arrow_type(col: Column) -> pa.DataType:
-    if col.type == "list":
-        (child,) = col.children
-        return pa.list_(arrow_field(child))
-    if col.type == "struct":
-        return pa.struct([arrow_field(c) for c in col.children])
-    if col.type == "map":
-        key, value = col.children
-        key_field = pa.field(
-            key.name, arrow_type(key), nullable=False, metadata=_fid(key.column_id)
-        )
-        return pa.map_(key_field, arrow_field(value))
-    if is_decimal(col.type):
-        return pa.decimal128(*decimal_params(col.type))
-    return _ARROW[col.type]
-
-
-def arrow_field(col: Column) -> pa.Field:
-    return pa.field(col.name, arrow_type(col), nullable=col.nullable, metadata=_fid(col.column_id))
 
 
 def _leaves(col: Column, value: Any, out: dict[int, list[Any]]) -> None:

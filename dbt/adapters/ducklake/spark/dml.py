@@ -25,10 +25,9 @@ from ..lake.models import DataFile, Snapshot
 from ..lake.staged import DeleteFileSpec, StagedTable
 from ..lake.transaction import Transaction
 from .arrow import DeleteTarget, write_delete_file
-from .engine import CommitInfo, _python, inlining_limit, write_options
+from .engine import CommitInfo, begin, inlining_limit, stage_rows, write_options
 from .scan import FILE_ID_COL, POS_COL, scan_table
 from .types import spark_type
-from .write import write_data_files
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -61,10 +60,7 @@ def delete_where(
     commit: CommitInfo | None = None,
 ) -> Snapshot | None:
     """DELETE FROM schema.name WHERE condition (Spark SQL expression or Column)."""
-    commit = commit or CommitInfo()
-    tx = lake.transaction(
-        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
-    )
+    tx = begin(lake, commit)
     table = tx.table(schema, name)
     victims = _target(spark, lake, tx, schema, name).where(_condition(condition))
     stage_deletes(spark, lake, tx, table, victims)
@@ -82,10 +78,7 @@ def update_where(
     commit: CommitInfo | None = None,
 ) -> Snapshot | None:
     """UPDATE schema.name SET col = expr, ... WHERE condition, keeping row ids."""
-    commit = commit or CommitInfo()
-    tx = lake.transaction(
-        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
-    )
+    tx = begin(lake, commit)
     table = tx.table(schema, name)
     columns = table.column_list()
     known = {c.name.lower(): c for c in columns}
@@ -111,34 +104,10 @@ def update_where(
             F.col("rowid").alias("_ducklake_internal_row_id"),
         )
         stage_deletes(spark, lake, tx, table, matched)
-        _stage_moved_rows(lake, tx, table, new_rows)
+        stage_rows(lake, tx, table, new_rows, keep_row_ids=True)
         return tx.commit()
     finally:
         matched.unpersist()
-
-
-def _stage_moved_rows(lake: Lake, tx: Transaction, table: StagedTable, rows: DataFrame) -> None:
-    """New versions of rows that keep their ids: inlined when few, else files."""
-    limit = inlining_limit(lake, table)
-    if limit > 0:
-        head = rows.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
-        if len(head) <= limit:
-            if head:
-                tx.insert_inlined(
-                    table,
-                    [tuple(_python(v) for v in r[:-1]) for r in head],
-                    row_ids=[r[-1] for r in head],
-                )
-            return
-    files = write_data_files(
-        rows,
-        table,
-        write_options(lake, table),
-        partition=table.current_partition(),
-        sort=table.current_sort(),
-        row_ids=True,
-    )
-    tx.add_data_files(table, files)
 
 
 def stage_deletes(

@@ -35,6 +35,14 @@ class CommitInfo:
     extra_info: Any = None
 
 
+def begin(lake: Lake, commit: CommitInfo | None) -> Transaction:
+    """A transaction carrying the commit's author, message and extra info."""
+    commit = commit or CommitInfo()
+    return lake.transaction(
+        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
+    )
+
+
 def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
     def opt(key: str, default: str | None = None) -> str | None:
         return lake.option(
@@ -69,13 +77,24 @@ def _python(value: Any) -> Any:
     return value
 
 
-def stage_rows(lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame) -> None:
-    """Stage `df` as inlined rows when small enough, else as data files Spark writes."""
+def stage_rows(
+    lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame, *, keep_row_ids: bool = False
+) -> None:
+    """Stage `df` as inlined rows when small enough, else as data files Spark writes.
+
+    With `keep_row_ids` the last column holds ids the rows keep (UPDATE, MERGE).
+    """
     limit = inlining_limit(lake, table)
     if limit > 0:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
         if len(head) <= limit:
-            if head:
+            if head and keep_row_ids:
+                tx.insert_inlined(
+                    table,
+                    [tuple(_python(v) for v in r[:-1]) for r in head],
+                    row_ids=[r[-1] for r in head],
+                )
+            elif head:
                 tx.insert_inlined(table, [tuple(_python(v) for v in r) for r in head])
             return
     sort_on_insert = lake.option(
@@ -83,7 +102,12 @@ def stage_rows(lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame) -
     )
     sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
     files = write_data_files(
-        df, table, write_options(lake, table), partition=table.current_partition(), sort=sort
+        df,
+        table,
+        write_options(lake, table),
+        partition=table.current_partition(),
+        sort=sort,
+        row_ids=keep_row_ids,
     )
     tx.add_data_files(table, files)
 
@@ -100,10 +124,7 @@ def create_table_as(
     commit: CommitInfo | None = None,
 ) -> Snapshot | None:
     """CREATE [OR REPLACE] TABLE schema.name AS <df>: one snapshot, no moment without it."""
-    commit = commit or CommitInfo()
-    tx = lake.transaction(
-        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
-    )
+    tx = begin(lake, commit)
     if replace and tx.has_table(schema, name):
         tx.drop_table(schema, name)
     table = tx.create_table(
@@ -132,10 +153,7 @@ def insert_into(
     `df` columns are matched to the table's by position, like SQL INSERT. With
     `partitions_only`, OVERWRITE replaces only the partitions the new data has.
     """
-    commit = commit or CommitInfo()
-    tx = lake.transaction(
-        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
-    )
+    tx = begin(lake, commit)
     table = tx.table(schema, name)
     names = [c.name for c in table.columns]
     if len(df.columns) != len(names):

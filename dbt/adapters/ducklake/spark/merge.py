@@ -19,8 +19,8 @@ from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
-from .dml import _stage_moved_rows, stage_deletes
-from .engine import CommitInfo, stage_rows
+from .dml import stage_deletes
+from .engine import CommitInfo, begin, stage_rows
 from .scan import FILE_ID_COL, POS_COL, scan_table
 from .types import spark_type
 
@@ -69,10 +69,7 @@ def merge_into(
     commit: CommitInfo | None = None,
 ) -> Snapshot | None:
     """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
-    commit = commit or CommitInfo()
-    tx = lake.transaction(
-        author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
-    )
+    tx = begin(lake, commit)
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
@@ -128,7 +125,7 @@ def merge_into(
                 ),
                 F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"),
             )
-            _stage_moved_rows(lake, tx, table, moved)
+            stage_rows(lake, tx, table, moved, keep_row_ids=True)
         inserts = [i for i, c in enumerate(clauses) if c.action == "insert"]
         if inserts:
             new = decided.where(F.col("__ducklake_clause").isin(inserts)).select(
