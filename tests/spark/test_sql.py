@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import InvalidChangeError, Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.sql import LakeSQL, LakeSQLError
 from tests import duck
@@ -167,5 +167,50 @@ def test_dml_statements_run_on_the_lake(spark, catalog: Catalog) -> None:
     with pytest.raises(LakeSQLError, match="does not exist"):
         runner.execute("DELETE FROM main.nope WHERE 1 = 1")
     with pytest.raises(LakeSQLError, match="not supported on the lake yet"):
-        runner.execute("DROP TABLE main.t")
+        runner.execute("SHOW TABLES")
+    con.close()
+
+
+def test_ddl_statements_and_views_duckdb_can_query(spark, catalog: Catalog) -> None:
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE SCHEMA IF NOT EXISTS shop")
+    sql.execute("CREATE SCHEMA IF NOT EXISTS shop")  # idempotent
+    sql.execute("CREATE TABLE shop.orders AS SELECT id, CAST(id % 3 AS INT) AS k FROM range(0, 20)")
+    sql.execute("ALTER TABLE shop.orders ADD COLUMNS (note STRING, tags ARRAY<STRING>)")
+    sql.execute("ALTER TABLE shop.orders ALTER COLUMN k TYPE BIGINT")
+    sql.execute("ALTER TABLE shop.orders RENAME COLUMN note TO remark")
+    sql.execute("ALTER TABLE shop.orders DROP COLUMN tags")
+    sql.execute("COMMENT ON TABLE shop.orders IS 'all orders'")
+    sql.execute("CREATE OR REPLACE VIEW shop.big AS SELECT id, k FROM shop.orders WHERE id > 10")
+    sql.execute("COMMENT ON VIEW shop.big IS 'big ones'")
+    sql.execute("ALTER TABLE shop.orders RENAME TO shop.orders2")
+    sql.execute("CREATE OR REPLACE VIEW shop.big AS SELECT id, k FROM shop.orders2 WHERE id > 15")
+    con = duck.connect()
+    duck.attach(con, catalog.duckdb_attach)
+    described = con.execute("DESCRIBE lake.shop.orders2").fetchall()
+    assert [(d[0], d[1]) for d in described] == [
+        ("id", "BIGINT"),
+        ("k", "BIGINT"),
+        ("remark", "VARCHAR"),
+    ]
+    assert sorted(con.execute("SELECT id FROM lake.shop.big").fetchall()) == [
+        (16,),
+        (17,),
+        (18,),
+        (19,),
+    ]
+    assert con.execute(
+        "SELECT comment FROM duckdb_views() WHERE view_name = 'big' AND database_name = 'lake'"
+    ).fetchall() == [(None,)]  # replacing the view dropped its comment, as DuckDB does
+    assert con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE table_name = 'orders2'"
+    ).fetchall() == [("all orders",)]
+    assert sorted(r.id for r in sql.query("SELECT id FROM shop.big").collect()) == [16, 17, 18, 19]
+    sql.execute("DROP VIEW shop.big")
+    sql.execute("DROP TABLE IF EXISTS shop.nope")
+    with pytest.raises(InvalidChangeError, match=r"still contains orders2 \(use cascade\)"):
+        sql.execute("DROP SCHEMA shop")
+    sql.execute("DROP SCHEMA shop CASCADE")
+    assert lake.catalog().tables() == [] and len(lake.catalog().schemas()) == 1
     con.close()

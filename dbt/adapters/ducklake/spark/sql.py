@@ -23,6 +23,7 @@ from sqlglot import exp
 from ..lake.lake import Lake
 from ..lake.models import Snapshot
 from ..lake.reader import CatalogReader
+from .ddl import DDLError, run_ddl
 from .dml import delete_where, update_where
 from .engine import CommitInfo, create_table_as, insert_into
 from .merge import When, merge_into
@@ -140,6 +141,11 @@ class LakeSQL:
             return update_where(self.spark, self.lake, schema, name, sets, cond, commit=self.commit)
         if isinstance(tree, exp.Merge):
             return self._merge(tree, text)
+        if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
+            try:
+                return run_ddl(self.lake, tree, self.default_schema, self.commit)
+            except DDLError as exc:
+                raise LakeSQLError(str(exc)) from exc
         raise LakeSQLError(
             f"statement kind {type(tree).__name__.upper()} is not supported on the lake yet"
         )

@@ -1,0 +1,157 @@
+"""DDL statements on the lake (parsed by sqlglot, Spark dialect), each one snapshot.
+
+CREATE/DROP SCHEMA, DROP TABLE/VIEW, CREATE [OR REPLACE] VIEW (stored as DuckDB-dialect
+SQL so DuckDB can query it), ALTER TABLE ADD/DROP/RENAME COLUMN, ALTER COLUMN TYPE,
+RENAME TO, and COMMENT ON TABLE/COLUMN/VIEW.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..lake.lake import Lake
+from ..lake.models import Snapshot
+from ..lake.transaction import Transaction
+from ..lake.types import ColumnSpec, parse_type
+from .engine import CommitInfo, begin
+
+
+class DDLError(ValueError):
+    pass
+
+
+def column_spec(definition: exp.ColumnDef) -> ColumnSpec:
+    """A Spark column definition as a DuckLake column (types via DuckDB's spelling)."""
+    kind = definition.args.get("kind")
+    if kind is None:
+        raise DDLError(f"column {definition.name!r} needs a type")
+    spec = parse_type(kind.sql(dialect="duckdb"), definition.name)
+    not_null = any(
+        isinstance(c.kind, exp.NotNullColumnConstraint)
+        for c in definition.args.get("constraints") or []
+    )
+    if not_null:
+        spec.nullable = False
+    return spec
+
+
+def run_ddl(
+    lake: Lake,
+    tree: exp.Expression,
+    default_schema: str,
+    commit: CommitInfo | None,
+    view_sql: str | None = None,
+) -> Snapshot | None:
+    """Apply one DDL statement; `view_sql` is the Spark text of a CREATE VIEW's query."""
+    tx = begin(lake, commit)
+    _stage(tx, tree, default_schema, view_sql)
+    return tx.commit()
+
+
+def _schema_name(node: exp.Expression) -> str:
+    """sqlglot parses `SCHEMA s` as a table whose db part is `s`."""
+    return node.args["db"].name if node.args.get("db") is not None else node.name
+
+
+def _names(table: exp.Expression, default_schema: str) -> tuple[str, str]:
+    if not isinstance(table, exp.Table):
+        raise DDLError(f"expected a lake object name, got {table.sql(dialect='spark')!r}")
+    return table.db or default_schema, table.name
+
+
+def _stage(
+    tx: Transaction, tree: exp.Expression, default_schema: str, view_sql: str | None
+) -> None:
+    kind = str(tree.args.get("kind") or "").upper()
+    if isinstance(tree, exp.Create) and kind == "SCHEMA":
+        tx.create_schema(_schema_name(tree.this), if_not_exists=bool(tree.args.get("exists")))
+    elif isinstance(tree, exp.Drop) and kind == "SCHEMA":
+        for t in tree.args.get("tables") or [tree.this]:
+            tx.drop_schema(
+                _schema_name(t),
+                cascade=bool(tree.args.get("cascade")),
+                if_exists=bool(tree.args.get("exists")),
+            )
+    elif isinstance(tree, exp.Drop) and kind in ("TABLE", "VIEW"):
+        for t in tree.args.get("tables") or [tree.this]:
+            schema, name = _names(t, default_schema)
+            if kind == "TABLE":
+                tx.drop_table(schema, name, if_exists=bool(tree.args.get("exists")))
+            else:
+                tx.drop_view(schema, name, if_exists=bool(tree.args.get("exists")))
+    elif isinstance(tree, exp.Create) and kind == "VIEW":
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        schema, name = _names(target, default_schema)
+        query = tree.expression
+        if query is None:
+            raise DDLError(f"CREATE VIEW {schema}.{name} needs AS <query>")
+        aliases = (
+            [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else None
+        )
+        tx.create_view(
+            schema,
+            name,
+            query.sql(dialect="duckdb"),
+            dialect="duckdb",
+            column_aliases=aliases,
+            or_replace=bool(tree.args.get("replace")),
+        )
+    elif isinstance(tree, exp.Alter):
+        _alter(tx, tree, default_schema)
+    elif isinstance(tree, exp.Comment):
+        _comment(tx, tree, default_schema)
+    else:
+        raise DDLError(
+            f"statement kind {type(tree).__name__.upper()} {kind} is not supported on the lake yet"
+        )
+
+
+def _alter(tx: Transaction, tree: exp.Alter, default_schema: str) -> None:
+    schema, name = _names(tree.this, default_schema)
+    table = tx.table(schema, name)
+    for action in tree.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            tx.add_column(table, column_spec(action))
+        elif isinstance(action, exp.Schema):
+            for definition in action.expressions:
+                tx.add_column(table, column_spec(definition))
+        elif isinstance(action, exp.Drop):
+            for col in action.args.get("tables") or []:
+                tx.drop_column(table, _path(col))
+        elif isinstance(action, exp.RenameColumn):
+            tx.rename_column(table, _path(action.this), action.args["to"].name)
+        elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
+            new = parse_type(action.args["dtype"].sql(dialect="duckdb"), action.name)
+            tx.alter_column_type(table, action.name, new.type)
+        elif isinstance(action, exp.AlterRename):
+            tx.rename_table(schema, table.name, action.this.name)
+        else:
+            raise DDLError(
+                f"ALTER TABLE {schema}.{name}: {action.sql(dialect='spark')!r} is not supported"
+            )
+
+
+def _path(col: exp.Expression) -> tuple[str, ...]:
+    parts = [p.name for p in col.parts] if isinstance(col, exp.Column) else [col.name]
+    return tuple(parts)
+
+
+def _comment(tx: Transaction, tree: exp.Comment, default_schema: str) -> None:
+    kind = str(tree.args.get("kind") or "").upper()
+    text_node = tree.expression
+    text = None if isinstance(text_node, exp.Null) else text_node.name
+    target = tree.this
+    if kind == "TABLE":
+        schema, name = _names(target, default_schema)
+        tx.comment_on_table(tx.table(schema, name), text)
+    elif kind == "VIEW":
+        schema, name = _names(target, default_schema)
+        tx.comment_on_view(schema, name, text)
+    elif kind == "COLUMN":
+        parts = [p.name for p in target.parts]
+        if len(parts) < 2:
+            raise DDLError("COMMENT ON COLUMN needs table.column")
+        schema = parts[-3] if len(parts) >= 3 else default_schema
+        tx.comment_on_column(tx.table(schema, parts[-2]), parts[-1], text)
+    else:
+        raise DDLError(f"COMMENT ON {kind} is not supported on the lake")
