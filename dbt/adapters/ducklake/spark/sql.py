@@ -14,7 +14,6 @@ import itertools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
@@ -140,7 +139,7 @@ class LakeSQL:
             cond = where.this.sql(dialect="spark") if where is not None else None
             return update_where(self.spark, self.lake, schema, name, sets, cond, commit=self.commit)
         if isinstance(tree, exp.Merge):
-            return self._merge(tree, text)
+            return self._merge(tree)
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             try:
                 return run_ddl(self.lake, tree, self.default_schema, self.commit)
@@ -192,7 +191,7 @@ class LakeSQL:
             commit=self.commit,
         )
 
-    def _merge(self, tree: exp.Merge, text: str) -> Snapshot | None:
+    def _merge(self, tree: exp.Merge) -> Snapshot | None:
         target = tree.this
         schema, name = self._target(target)
         t_alias = target.alias or target.name
@@ -289,6 +288,3 @@ def _travel_target(kind: str, value: str) -> int | datetime:
     literal = value.split("'", 1)[1].rsplit("'", 1)[0].replace("''", "'")
     stamp = datetime.fromisoformat(literal)
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
-
-
-__all__: list[Any] = ["LakeSQL", "LakeSQLError"]
