@@ -6,11 +6,10 @@ snapshot, whether DuckDB or this scan reads them."""
 from __future__ import annotations
 
 import random
-import shutil
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt.adapters.ducklake.lake import ColumnSpec, Lake
@@ -19,6 +18,7 @@ from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.canon import canon_rows
 from tests.spark.test_roundtrip import _spark_rows
+from tests.spark.twins import fresh_root, twin_settings
 
 SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "varchar": "VARCHAR", "float64": "DOUBLE"}
 SPARK_TYPES = {"int32": "int", "int64": "bigint", "varchar": "string", "float64": "double"}
@@ -137,17 +137,10 @@ def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no
     return True
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@twin_settings(max_examples=4)
 @given(history=ops)
 def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, history) -> None:  # type: ignore[no-untyped-def]
-    root = tmp_path / f"run{random.random()}"
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
+    root = fresh_root(tmp_path)
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=str(root / "dd"))
     con.execute("CREATE TABLE dl.main.t (id BIGINT, a INTEGER, s VARCHAR)")

@@ -178,6 +178,7 @@ class DataFile:
     encryption_key: str | None = None
     delete_file: DeleteFile | None = None
     partition_values: tuple[str | None, ...] = ()
+    end_snapshot: int | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,34 @@ if TYPE_CHECKING:
     from .lake import Lake
 
 
+_DELETE_COLUMNS = """del.delete_file_id, del.data_file_id AS del_data_file_id,
+    del.path AS del_path, del.path_is_relative AS del_rel, del.format AS del_format,
+    del.delete_count, del.file_size_bytes AS del_size, del.footer_size AS del_footer,
+    del.begin_snapshot AS del_begin, del.partial_max AS del_partial_max,
+    del.encryption_key AS del_key"""
+
+
+def _delete_file(r: Any, root: str) -> DeleteFile | None:
+    """The delete file of a row selected with `_DELETE_COLUMNS` (None when it has none)."""
+    if r.delete_file_id is None:
+        return None
+    relative = bool(as_bool(r.del_rel))
+    return DeleteFile(
+        delete_file_id=r.delete_file_id,
+        data_file_id=r.del_data_file_id,
+        path=root + r.del_path if relative else r.del_path,
+        stored_path=r.del_path,
+        path_is_relative=relative,
+        format=r.del_format,
+        delete_count=r.delete_count,
+        file_size_bytes=r.del_size,
+        footer_size=r.del_footer,
+        begin_snapshot=r.del_begin,
+        partial_max=r.del_partial_max,
+        encryption_key=r.del_key,
+    )
+
+
 def visible(alias: str) -> str:
     """Row validity at snapshot `:snap` (begin inclusive, end exclusive)."""
     return (
@@ -326,17 +354,8 @@ class CatalogReader:
 
     def data_files(self, table: TableInfo) -> list[DataFile]:
         """Live data files with their live delete file and partition values (3 queries)."""
-        root = self.table_root(table)
         rows = self._query(
-            f"""SELECT d.data_file_id, d.path, d.path_is_relative, d.file_format,
-                       d.record_count, d.file_size_bytes, d.footer_size, d.row_id_start,
-                       d.begin_snapshot, d.partition_id, d.partial_max, d.mapping_id,
-                       d.file_order, d.encryption_key,
-                       del.delete_file_id, del.path AS del_path,
-                       del.path_is_relative AS del_rel, del.format AS del_format,
-                       del.delete_count, del.file_size_bytes AS del_size,
-                       del.footer_size AS del_footer, del.begin_snapshot AS del_begin,
-                       del.partial_max AS del_partial_max, del.encryption_key AS del_key
+            f"""SELECT d.*, {_DELETE_COLUMNS}
                 FROM {self._t("ducklake_data_file")} d
                 LEFT JOIN {self._t("ducklake_delete_file")} del
                      ON del.data_file_id = d.data_file_id AND del.table_id = :tid
@@ -346,48 +365,77 @@ class CatalogReader:
             tid=table.table_id,
         )
         partition_values = self._partition_values(table.table_id)
-        out = []
-        for r in rows:
-            delete = None
-            if r.delete_file_id is not None:
-                del_rel = bool(as_bool(r.del_rel))
-                delete = DeleteFile(
-                    delete_file_id=r.delete_file_id,
-                    data_file_id=r.data_file_id,
-                    path=root + r.del_path if del_rel else r.del_path,
-                    stored_path=r.del_path,
-                    path_is_relative=del_rel,
-                    format=r.del_format,
-                    delete_count=r.delete_count,
-                    file_size_bytes=r.del_size,
-                    footer_size=r.del_footer,
-                    begin_snapshot=r.del_begin,
-                    partial_max=r.del_partial_max,
-                    encryption_key=r.del_key,
-                )
-            relative = bool(as_bool(r.path_is_relative))
-            out.append(
-                DataFile(
-                    data_file_id=r.data_file_id,
-                    path=root + r.path if relative else r.path,
-                    stored_path=r.path,
-                    path_is_relative=relative,
-                    file_format=r.file_format,
-                    record_count=r.record_count,
-                    file_size_bytes=r.file_size_bytes,
-                    footer_size=r.footer_size,
-                    row_id_start=r.row_id_start,
-                    begin_snapshot=r.begin_snapshot,
-                    partition_id=r.partition_id,
-                    partial_max=r.partial_max,
-                    mapping_id=r.mapping_id,
-                    file_order=r.file_order,
-                    encryption_key=r.encryption_key,
-                    delete_file=delete,
-                    partition_values=partition_values.get(r.data_file_id, ()),
-                )
-            )
-        return out
+        root = self.table_root(table)
+        return [self._data_file(r, root, partition_values.get(r.data_file_id, ())) for r in rows]
+
+    def changed_files(
+        self, table: TableInfo, start: int
+    ) -> tuple[list[DataFile], list[DeleteFile]]:
+        """Data files that gained, lost or had rows deleted in snapshots start..this one,
+        and every delete file of those data files up to this snapshot (2 queries).
+
+        Files with per-row snapshot ids (`partial_max`) may hold rows of the window even
+        when they began before it. Inlined deletes are read with `inlined_deletes`.
+        """
+        d_range = "(d.begin_snapshot >= :start OR d.partial_max >= :start)"
+        ended = "(d.end_snapshot >= :start AND d.end_snapshot <= :snap)"
+        touched = f"""EXISTS (SELECT 1 FROM {self._t("ducklake_delete_file")} x
+                   WHERE x.data_file_id = d.data_file_id AND x.table_id = :tid
+                   AND x.begin_snapshot <= :snap
+                   AND COALESCE(x.partial_max, x.begin_snapshot) >= :start)"""
+        inlined_delete = ddl.inlined_delete_table_name(table.table_id)
+        if self.lake.has_table(inlined_delete):
+            touched += f""" OR EXISTS (SELECT 1 FROM {self._t(inlined_delete)} y
+                   WHERE y.file_id = d.data_file_id
+                   AND y.begin_snapshot >= :start AND y.begin_snapshot <= :snap)"""
+        rows = self._query(
+            f"""SELECT d.*, {_DELETE_COLUMNS}
+                FROM {self._t("ducklake_data_file")} d
+                LEFT JOIN {self._t("ducklake_delete_file")} del ON 1 = 0 -- listed below
+                WHERE d.table_id = :tid AND d.begin_snapshot <= :snap
+                  AND ({d_range} OR {ended} OR {touched})
+                ORDER BY d.data_file_id""",
+            tid=table.table_id,
+            start=start,
+        )
+        root = self.table_root(table)
+        files = [self._data_file(r, root, ()) for r in rows]
+        if not files:
+            return [], []
+        ids = ", ".join(str(f.data_file_id) for f in files)
+        deletes = self._query(
+            f"""SELECT {_DELETE_COLUMNS}
+                FROM {self._t("ducklake_delete_file")} del
+                WHERE del.table_id = :tid AND del.begin_snapshot <= :snap
+                  AND del.data_file_id IN ({ids})
+                ORDER BY del.delete_file_id""",
+            tid=table.table_id,
+        )
+        return files, [d for r in deletes if (d := _delete_file(r, root)) is not None]
+
+    @staticmethod
+    def _data_file(r: Any, root: str, partition_values: tuple[str | None, ...]) -> DataFile:
+        relative = bool(as_bool(r.path_is_relative))
+        return DataFile(
+            data_file_id=r.data_file_id,
+            path=root + r.path if relative else r.path,
+            stored_path=r.path,
+            path_is_relative=relative,
+            file_format=r.file_format,
+            record_count=r.record_count,
+            file_size_bytes=r.file_size_bytes,
+            footer_size=r.footer_size,
+            row_id_start=r.row_id_start,
+            begin_snapshot=r.begin_snapshot,
+            partition_id=r.partition_id,
+            partial_max=r.partial_max,
+            mapping_id=r.mapping_id,
+            file_order=r.file_order,
+            encryption_key=r.encryption_key,
+            delete_file=_delete_file(r, root),
+            partition_values=partition_values,
+            end_snapshot=r.end_snapshot,
+        )
 
     def _partition_values(self, table_id: int) -> dict[int, tuple[str | None, ...]]:
         rows = self._query(

@@ -245,6 +245,16 @@ class Transaction:
         self._remember(staged)
         return staged
 
+    def has_changed(self, schema: str, name: str) -> bool:
+        """Whether this transaction changed the table or view (scans read the base snapshot,
+        so a later statement of the same transaction would not see the change)."""
+        for t in self._table_order:
+            named = t.schema.name == schema and name in (t.base_name, t.name)
+            if named and (_table_changed(t) or any(op.table is t for op in self.data_ops)):
+                return True
+        view = self._views.get((schema, name))
+        return view is not None and (view.created or view.dropped)
+
     def has_table(self, schema: str, name: str) -> bool:
         try:
             self.table(schema, name)

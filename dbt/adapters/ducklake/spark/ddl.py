@@ -1,8 +1,8 @@
 """DDL statements on the lake (parsed by sqlglot, Spark dialect), each one snapshot.
 
-CREATE/DROP SCHEMA, DROP TABLE/VIEW, CREATE [OR REPLACE] VIEW (stored as DuckDB-dialect
-SQL so DuckDB can query it), ALTER TABLE ADD/DROP/RENAME COLUMN, ALTER COLUMN TYPE,
-RENAME TO, and COMMENT ON TABLE/COLUMN/VIEW.
+CREATE/DROP SCHEMA, CREATE TABLE (columns), DROP TABLE/VIEW, CREATE [OR REPLACE] VIEW
+(stored as DuckDB-dialect SQL so DuckDB can query it), ALTER TABLE ADD/DROP/RENAME
+COLUMN, ALTER COLUMN TYPE, RENAME TO, and COMMENT ON TABLE/COLUMN/VIEW.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ..lake.lake import Lake
 from ..lake.models import Snapshot
 from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec, parse_type
-from .engine import CommitInfo, begin
+from .engine import CommitInfo, begin, finish
 
 
 class DDLError(ValueError):
@@ -41,11 +41,13 @@ def run_ddl(
     default_schema: str,
     commit: CommitInfo | None,
     view_sql: str | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
     """Apply one DDL statement; `view_sql` is the Spark text of a CREATE VIEW's query."""
-    tx = begin(lake, commit)
+    own = tx is None
+    tx = tx or begin(lake, commit)
     _stage(tx, tree, default_schema, view_sql)
-    return tx.commit()
+    return finish(tx, own)
 
 
 def _schema_name(node: exp.Expression) -> str:
@@ -79,6 +81,15 @@ def _stage(
                 tx.drop_table(schema, name, if_exists=bool(tree.args.get("exists")))
             else:
                 tx.drop_view(schema, name, if_exists=bool(tree.args.get("exists")))
+    elif isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None:
+        if not isinstance(tree.this, exp.Schema):
+            raise DDLError("CREATE TABLE on the lake needs a column list or AS <query>")
+        schema, name = _names(tree.this.this, default_schema)
+        if tree.args.get("replace") and tx.has_table(schema, name):
+            tx.drop_table(schema, name)
+        elif tree.args.get("exists") and tx.has_table(schema, name):
+            return
+        tx.create_table(schema, name, [column_spec(c) for c in tree.this.expressions])
     elif isinstance(tree, exp.Create) and kind == "VIEW":
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         schema, name = _names(target, default_schema)

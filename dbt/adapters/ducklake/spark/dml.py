@@ -25,7 +25,7 @@ from ..lake.models import DataFile, Snapshot
 from ..lake.staged import DeleteFileSpec, StagedTable
 from ..lake.transaction import Transaction
 from .arrow import DeleteTarget, write_delete_file
-from .engine import CommitInfo, begin, inlining_limit, stage_rows, write_options
+from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
 from .scan import FILE_ID_COL, POS_COL, scan_table
 from .types import spark_type
 
@@ -58,13 +58,15 @@ def delete_where(
     condition: str | SparkColumn | None,
     *,
     commit: CommitInfo | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
     """DELETE FROM schema.name WHERE condition (Spark SQL expression or Column)."""
-    tx = begin(lake, commit)
+    own = tx is None
+    tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
     victims = _target(spark, lake, tx, schema, name).where(_condition(condition))
     stage_deletes(spark, lake, tx, table, victims)
-    return tx.commit()
+    return finish(tx, own)
 
 
 def update_where(
@@ -76,9 +78,11 @@ def update_where(
     condition: str | SparkColumn | None = None,
     *,
     commit: CommitInfo | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
     """UPDATE schema.name SET col = expr, ... WHERE condition, keeping row ids."""
-    tx = begin(lake, commit)
+    own = tx is None
+    tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
     columns = table.column_list()
     known = {c.name.lower(): c for c in columns}
@@ -105,7 +109,7 @@ def update_where(
         )
         stage_deletes(spark, lake, tx, table, matched)
         stage_rows(lake, tx, table, new_rows, keep_row_ids=True)
-        return tx.commit()
+        return finish(tx, own)
     finally:
         matched.unpersist()
 
@@ -134,7 +138,7 @@ def stage_deletes(
         files = {
             f.data_file_id: f for f in tx.catalog.data_files(tx.catalog.table_by_id(table.table_id))
         }
-        already = _deleted_counts(tx, table.table_id, files)
+        already = _deleted_counts(files)
         limit = inlining_limit(lake, table)
         ended, small, large = [], [], []
         for fid, n in per_file.items():
@@ -177,11 +181,11 @@ def stage_deletes(
         keys.unpersist()
 
 
-def _deleted_counts(tx: Transaction, table_id: int, files: dict[int, DataFile]) -> dict[int, int]:
-    counts = {fid: f.delete_file.delete_count for fid, f in files.items() if f.delete_file}
-    for d in tx.catalog.inlined_deletes(table_id):
-        counts[d.data_file_id] = counts.get(d.data_file_id, 0) + 1
-    return counts
+def _deleted_counts(files: dict[int, DataFile]) -> dict[int, int]:
+    """Rows already gone per data file, counting only its delete file: like DuckDB, a
+    file with inlined deletes is not ended but gets the rest of its rows as deletes
+    (DuckDB's change feed of an ended file does not apply inlined deletes)."""
+    return {fid: f.delete_file.delete_count for fid, f in files.items() if f.delete_file}
 
 
 def _write_delete_files(

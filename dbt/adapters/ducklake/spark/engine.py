@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
 from ..lake.models import Snapshot
@@ -41,6 +42,11 @@ def begin(lake: Lake, commit: CommitInfo | None) -> Transaction:
     return lake.transaction(
         author=commit.author, commit_message=commit.message, extra_info=commit.extra_info
     )
+
+
+def finish(tx: Transaction, own: bool) -> Snapshot | None:
+    """Commit a transaction the operation opened itself; a caller's stays open for more."""
+    return tx.commit() if own else None
 
 
 def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
@@ -122,9 +128,15 @@ def create_table_as(
     partition_by: Sequence[tuple[str, str]] | None = None,
     sort_by: Sequence[tuple[str, str, str]] | None = None,
     commit: CommitInfo | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
-    """CREATE [OR REPLACE] TABLE schema.name AS <df>: one snapshot, no moment without it."""
-    tx = begin(lake, commit)
+    """CREATE [OR REPLACE] TABLE schema.name AS <df>: one snapshot, no moment without it.
+
+    Every operation here stages into `tx` when given (the caller commits), else commits
+    its own snapshot.
+    """
+    own = tx is None
+    tx = tx or begin(lake, commit)
     if replace and tx.has_table(schema, name):
         tx.drop_table(schema, name)
     table = tx.create_table(
@@ -135,7 +147,7 @@ def create_table_as(
         sort_by=sort_by,
     )
     stage_rows(lake, tx, table, df)
-    return tx.commit()
+    return finish(tx, own)
 
 
 def insert_into(
@@ -147,13 +159,15 @@ def insert_into(
     overwrite: bool = False,
     partitions_only: bool = False,
     commit: CommitInfo | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
     """INSERT INTO / INSERT OVERWRITE schema.name <df> as one snapshot.
 
     `df` columns are matched to the table's by position, like SQL INSERT. With
     `partitions_only`, OVERWRITE replaces only the partitions the new data has.
     """
-    tx = begin(lake, commit)
+    own = tx is None
+    tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
     names = [c.name for c in table.columns]
     if len(df.columns) != len(names):
@@ -162,12 +176,15 @@ def insert_into(
             f"the table has {len(names)} ({', '.join(names)})"
         )
     target = [c.to_column() for c in table.columns]
-    df = df.select(*[df[i].cast(spark_type(col)).alias(col.name) for i, col in enumerate(target)])
+    positional = df.toDF(*[f"__ducklake_c{i}" for i in range(len(target))])  # names may repeat
+    df = positional.select(
+        *[F.col(f"__ducklake_c{i}").cast(spark_type(c)).alias(c.name) for i, c in enumerate(target)]
+    )
     before = len(tx.data_ops)
     stage_rows(lake, tx, table, df)
     if overwrite:
         _overwrite(lake, tx, table, partitions_only, new_ops=tx.data_ops[before:])
-    return tx.commit()
+    return finish(tx, own)
 
 
 def _partition_fields(table: StagedTable) -> tuple[list[tuple[str, str, str]], list[int]]:

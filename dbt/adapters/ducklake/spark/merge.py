@@ -19,8 +19,9 @@ from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
+from ..lake.transaction import Transaction
 from .dml import stage_deletes
-from .engine import CommitInfo, begin, stage_rows
+from .engine import CommitInfo, begin, finish, stage_rows
 from .scan import FILE_ID_COL, POS_COL, scan_table
 from .types import spark_type
 
@@ -67,9 +68,11 @@ def merge_into(
     target_alias: str = "t",
     source_alias: str = "s",
     commit: CommitInfo | None = None,
+    tx: Transaction | None = None,
 ) -> Snapshot | None:
     """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
-    tx = begin(lake, commit)
+    own = tx is None
+    tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
@@ -134,7 +137,7 @@ def merge_into(
                 )
             )
             stage_rows(lake, tx, table, new)
-        return tx.commit()
+        return finish(tx, own)
     finally:
         decided.unpersist()
 

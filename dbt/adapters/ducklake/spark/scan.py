@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake.lake import Lake
-from ..lake.models import Column, DataFile, NameMap
+from ..lake.models import Column, DataFile, DeleteFile, NameMap
 from ..lake.reader import CatalogReader, decode_default
 from .prune import Predicate, may_match
 from .types import (
@@ -40,6 +40,9 @@ log = logging.getLogger("dbt.adapters.ducklake.spark")
 ROW_ID = "_ducklake_internal_row_id"
 ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
 _FILE_ID = "__ducklake_del_fid_key"
+DELETE_FILE_ID_COL = _FILE_ID
+DELETE_POS_COL = "__ducklake_del_pos"
+DELETE_SNAPSHOT = "__ducklake_del_snapshot"
 FILE_ID_COL = "__ducklake_fid"
 POS_COL = "__ducklake_pos"
 _POS = "__ducklake_pos"
@@ -171,7 +174,7 @@ def _plan(
     parts: list[DataFrame] = []
     if kept:
         parts.append(
-            _read_files(
+            read_files(
                 spark, cat, columns, kept, file_stats, inlined_deletes, snap, lineage, positions
             )
         )
@@ -182,7 +185,7 @@ def _plan(
             + ((None, None) if positions else ())
             for r in inlined
         ]
-        parts.append(spark.createDataFrame(_plain(rows, columns), out_schema))
+        parts.append(spark.createDataFrame(spark_rows(rows, columns), out_schema))
     if not parts:
         return spark.createDataFrame([], out_schema)
     result = parts[0]
@@ -195,7 +198,7 @@ _AS_TEXT = ("uuid", "time", "timetz", "interval")
 _AS_DECIMAL = ("uint64", "int128", "uint128")
 
 
-def _plain(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple[Any, ...]]:
+def spark_rows(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple[Any, ...]]:
     """Inlined values as the Python values of the Spark types `types.spark_type` maps to."""
     return [
         tuple(_spark_value(c, v) for c, v in zip(columns, r, strict=False)) + r[len(columns) :]
@@ -228,17 +231,18 @@ def _spark_value(col: Column, value: Any) -> Any:
     return value
 
 
-def _read_files(
+def read_files(
     spark: SparkSession,
     cat: CatalogReader,
     columns: Sequence[Column],
     files: Sequence[DataFile],
     file_stats: dict[int, Any],
     inlined_deletes: Sequence[Any],
-    snap: int,
+    snap: int | None,
     lineage: bool,
     positions: bool = False,
 ) -> DataFrame:
+    """Rows of `files` as of snapshot `snap`, or every row they ever held when None."""
     read_schema = spark_schema(list(columns), reading=True)
     read_schema = read_schema.add(
         T.StructField(ROW_ID, T.LongType(), True, {FIELD_ID: ROW_ID_FIELD_ID})
@@ -270,9 +274,11 @@ def _read_files(
     data = raw.join(F.broadcast(file_info), F.col("__ducklake_path") == F.col("__ducklake_file"))
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
-    # partial files hold rows of several snapshots; keep those visible at `snap`
-    data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
-    deletes = _deletes(spark, files, inlined_deletes, snap)
+    deletes = None
+    if snap is not None:
+        # partial files hold rows of several snapshots; keep those visible at `snap`
+        data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
+        deletes = _deletes(spark, files, inlined_deletes, snap)
     if deletes is not None:
         data = data.join(
             F.broadcast(deletes),
@@ -418,12 +424,29 @@ def _deletes(
     spark: SparkSession, files: Sequence[DataFile], inlined_deletes: Sequence[Any], snap: int
 ) -> DataFrame | None:
     """(data file id, position) of every row deleted as of `snap`."""
+    live = {f.data_file_id for f in files}
+    positions = delete_positions(
+        spark,
+        [f.delete_file for f in files if f.delete_file is not None],
+        [d for d in inlined_deletes if d.data_file_id in live],
+    )
+    if positions is None:
+        return None
+    return positions.where(F.col(DELETE_SNAPSHOT) <= F.lit(snap)).select(
+        _FILE_ID, "__ducklake_del_pos"
+    )
+
+
+def delete_positions(
+    spark: SparkSession, delete_files: Sequence[DeleteFile], inlined_deletes: Sequence[Any]
+) -> DataFrame | None:
+    """(data file id, position, deleting snapshot) of every delete in these delete files
+    (per-row snapshot ids of partial files, else the file's begin) and inlined deletes."""
     parts = []
-    with_files = [f for f in files if f.delete_file is not None]
-    if with_files:
+    if delete_files:
         delete_info = spark.createDataFrame(
-            [(_norm(f.delete_file.path), f.data_file_id) for f in with_files if f.delete_file],
-            "__ducklake_del_file string, __ducklake_del_fid bigint",
+            [(_norm(d.path), d.data_file_id, d.begin_snapshot) for d in delete_files],
+            "__ducklake_del_file string, __ducklake_del_fid bigint, __ducklake_del_begin bigint",
         )
         schema = T.StructType(
             [
@@ -432,26 +455,28 @@ def _deletes(
             ]
         )
         read = (
-            read_parquet(spark, schema, [f.delete_file.path for f in with_files if f.delete_file])
+            read_parquet(spark, schema, [d.path for d in delete_files])
             .select("*", local_path(F.col("_metadata.file_path")).alias("__ducklake_del_path"))
             .join(
                 F.broadcast(delete_info),
                 F.col("__ducklake_del_path") == F.col("__ducklake_del_file"),
             )
-            .where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
             .select(
                 F.col("__ducklake_del_fid").alias(_FILE_ID),
                 F.col("pos").alias("__ducklake_del_pos"),
+                F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_del_begin")).alias(
+                    DELETE_SNAPSHOT
+                ),
             )
         )
         parts.append(read)
     if inlined_deletes:
-        live = {f.data_file_id for f in files}
-        rows = [(d.data_file_id, d.position) for d in inlined_deletes if d.data_file_id in live]
-        if rows:
-            parts.append(
-                spark.createDataFrame(rows, f"{_FILE_ID} bigint, __ducklake_del_pos bigint")
+        rows = [(d.data_file_id, d.position, d.begin_snapshot) for d in inlined_deletes]
+        parts.append(
+            spark.createDataFrame(
+                rows, f"{_FILE_ID} bigint, __ducklake_del_pos bigint, {DELETE_SNAPSHOT} bigint"
             )
+        )
     if not parts:
         return None
     out = parts[0]

@@ -3,9 +3,11 @@
 A query's text is never regenerated: sqlglot (Spark dialect) finds the table references
 and their offsets, and each lake reference — `schema.table`, `lake.schema.table`, quoted
 names, with `VERSION AS OF n` or `TIMESTAMP AS OF '...'` — is replaced in the original
-text by a temporary view of its scan. CTE names, Spark temp views and non-lake tables are
-left alone. INSERT / CREATE TABLE AS / DELETE / UPDATE / MERGE on lake tables run as
-engine operations, each one snapshot.
+text by a temporary view of its scan; so are the change-feed table functions
+`table_changes('t', start, end)`, `table_insertions`, `table_deletions`. CTE names, Spark
+temp views and non-lake tables are left alone. INSERT / CREATE TABLE AS / DELETE /
+UPDATE / MERGE / DDL on lake tables run as engine operations, each one snapshot, or all
+together as one snapshot between BEGIN and COMMIT.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ from datetime import UTC, datetime
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
 
 from ..lake.lake import Lake
 from ..lake.models import Snapshot
 from ..lake.reader import CatalogReader
+from ..lake.transaction import Transaction
+from .changes import table_changes
 from .ddl import DDLError, run_ddl
 from .dml import delete_where, update_where
-from .engine import CommitInfo, create_table_as, insert_into
+from .engine import CommitInfo, begin, create_table_as, insert_into
 from .merge import When, merge_into
+from .statements import LayoutAlter, StatementError, parse_layout_alter, split_statements
 from .views import scan_relation
 
 _ids = itertools.count()
@@ -34,6 +41,14 @@ _TIME_TRAVEL = re.compile(
     r"(\d+|'(?:[^']|'')*'|TIMESTAMP\s*'(?:[^']|'')*')",
     re.IGNORECASE,
 )
+_BEGIN = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)(\s+(TRANSACTION|WORK))?\s*$", re.I)
+_COMMIT = re.compile(r"^\s*(COMMIT|END)(\s+(TRANSACTION|WORK))?\s*$", re.I)
+_ROLLBACK = re.compile(r"^\s*(ROLLBACK|ABORT)(\s+(TRANSACTION|WORK))?\s*$", re.I)
+FEED_FUNCTIONS = {
+    f"{prefix}table_{feed}": feed
+    for prefix in ("", "ducklake_")
+    for feed in ("changes", "insertions", "deletions")
+}
 
 
 class LakeSQLError(ValueError):
@@ -66,6 +81,11 @@ class LakeSQL:
         self.default_schema = default_schema
         self.catalog_name = catalog_name
         self.commit = commit or CommitInfo()
+        self._tx: Transaction | None = None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx is not None
 
     # -- queries ---------------------------------------------------------------------
     def query(self, text: str) -> DataFrame:
@@ -75,13 +95,92 @@ class LakeSQL:
     def rewrite(self, text: str) -> str:
         tree = _parse(text)
         refs = self._lake_refs(tree, text, self.lake.catalog())
-        out = text
-        for ref in sorted(refs, key=lambda r: r.start, reverse=True):
+        spans: list[tuple[int, int, DataFrame]] = []
+        for ref in refs:
+            self._check_unchanged(ref.schema, ref.name, ref.at)
             df = scan_relation(self.spark, self.lake, ref.schema, ref.name, at=ref.at)
+            spans.append((ref.start, ref.end, df))
+        spans += self._feed_calls(tree, text)
+        out = text
+        for start, end, df in sorted(spans, key=lambda s: s[0], reverse=True):
             view = f"__ducklake_{next(_ids)}"
             df.createOrReplaceTempView(view)
-            out = out[: ref.start] + view + out[ref.end :]
+            out = out[:start] + view + out[end:]
         return out
+
+    def _check_unchanged(self, schema: str, name: str, at: int | datetime | None = None) -> None:
+        if self._tx is not None and at is None and self._tx.has_changed(schema, name):
+            raise LakeSQLError(
+                f"{schema}.{name} was changed earlier in this transaction block; reading it "
+                "again before COMMIT is not supported (the block sees the state at BEGIN). "
+                "Commit first or reorder the statements."
+            )
+
+    def _feed_calls(self, tree: exp.Expression, text: str) -> list[tuple[int, int, DataFrame]]:
+        """table_changes / table_insertions / table_deletions calls used as tables."""
+        called = [
+            t.this.name.lower()
+            for t in tree.find_all(exp.Table)
+            if isinstance(t.this, exp.Anonymous) and t.this.name.lower() in FEED_FUNCTIONS
+        ]
+        if not called:
+            return []
+        tokens = Spark().tokenizer().tokenize(text)
+        spans = []
+        for i, tok in enumerate(tokens):
+            feed = FEED_FUNCTIONS.get(tok.text.lower())
+            if (
+                feed is None
+                or i + 1 >= len(tokens)
+                or tokens[i + 1].token_type != TokenType.L_PAREN
+            ):
+                continue
+            start = tok.start
+            if i >= 2 and tokens[i - 1].token_type == TokenType.DOT:
+                if tokens[i - 2].text.lower() != self.catalog_name.lower():
+                    continue
+                start = tokens[i - 2].start
+            depth, j = 0, i + 1
+            while j < len(tokens):
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[j].token_type, 0)
+                if depth == 0:
+                    break
+                j += 1
+            call = _parse(text[tok.start : tokens[j].end + 1])
+            spans.append((start, tokens[j].end + 1, self._feed(feed, call)))
+        return spans
+
+    def _feed(self, feed: str, call: exp.Expression) -> DataFrame:
+        args = list(call.expressions) if isinstance(call, exp.Anonymous) else []
+        usage = f"table_{feed}('[schema.]table', start, end)"
+        if len(args) not in (2, 3) or not (isinstance(args[0], exp.Literal) and args[0].is_string):
+            raise LakeSQLError(f"{usage}: got {call.sql(dialect='spark')}")
+        parts = args[0].name.split(".")
+        schema, name = (parts[0], parts[1]) if len(parts) == 2 else (self.default_schema, parts[0])
+        bounds = [self._bound(a) for a in args[1:]]
+        return table_changes(
+            self.spark,
+            self.lake,
+            schema,
+            name,
+            bounds[0],
+            bounds[1] if len(bounds) > 1 else None,
+            feed=feed,
+        )
+
+    def _bound(self, arg: exp.Expression) -> int | datetime:
+        """A snapshot id or a time: literals directly, other expressions evaluated by Spark."""
+        if isinstance(arg, exp.Literal) and not arg.is_string:
+            return int(arg.name)
+        if isinstance(arg, exp.Literal):
+            return _travel_target("TIMESTAMP", f"'{arg.name}'")
+        value = self.spark.sql(f"SELECT {arg.sql(dialect='spark')}").first()
+        result = value[0] if value is not None else None
+        if isinstance(result, int):
+            return result
+        if isinstance(result, datetime):
+            return result if result.tzinfo else result.replace(tzinfo=UTC)
+        raise LakeSQLError(f"change feed bound {arg.sql(dialect='spark')} is not an id or a time")
 
     def _lake_refs(self, tree: exp.Expression, text: str, cat: CatalogReader) -> list[_Ref]:
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
@@ -119,47 +218,103 @@ class LakeSQL:
 
     # -- statements ------------------------------------------------------------------
     def execute(self, text: str) -> DataFrame | Snapshot | None:
-        """One statement: a query returns a DataFrame, a change returns its snapshot."""
+        """Run a script; the last statement's result is returned (a query's DataFrame, a
+        change's snapshot, None inside a transaction block). BEGIN ... COMMIT makes its
+        changes one snapshot; an error inside a block discards the whole block."""
+        result: DataFrame | Snapshot | None = None
+        for statement in split_statements(text):
+            try:
+                result = self._statement(statement)
+            except Exception:
+                if self._tx is not None:
+                    self._tx = None  # nothing of the block was written
+                raise
+        return result
+
+    def _statement(self, text: str) -> DataFrame | Snapshot | None:
+        if _BEGIN.match(text):
+            if self._tx is not None:
+                raise LakeSQLError("BEGIN inside a transaction block; COMMIT or ROLLBACK first")
+            self._tx = begin(self.lake, self.commit)
+            return None
+        if _COMMIT.match(text):
+            tx, self._tx = self._tx, None
+            return tx.commit() if tx is not None else None
+        if _ROLLBACK.match(text):
+            self._tx = None
+            return None
+        try:
+            layout = parse_layout_alter(text)
+        except StatementError as exc:
+            raise LakeSQLError(str(exc)) from exc
+        if layout is not None:
+            return self._layout(layout)
         tree = _parse(text)
         if isinstance(tree, exp.Query):
             return self.query(text)
         if isinstance(tree, exp.Insert):
             return self._insert(tree, text)
-        if isinstance(tree, exp.Create) and tree.args.get("kind", "").upper() == "TABLE":
+        is_table = isinstance(tree, exp.Create) and tree.args.get("kind", "").upper() == "TABLE"
+        if isinstance(tree, exp.Create) and is_table and tree.expression is not None:
             return self._ctas(tree, text)
         if isinstance(tree, exp.Delete):
             schema, name = self._target(tree.this)
             where = tree.args.get("where")
             cond = where.this.sql(dialect="spark") if where is not None else None
-            return delete_where(self.spark, self.lake, schema, name, cond, commit=self.commit)
+            return delete_where(
+                self.spark, self.lake, schema, name, cond, commit=self.commit, tx=self._tx
+            )
         if isinstance(tree, exp.Update):
             schema, name = self._target(tree.this)
             sets = {e.this.name: e.expression.sql(dialect="spark") for e in tree.expressions}
             where = tree.args.get("where")
             cond = where.this.sql(dialect="spark") if where is not None else None
-            return update_where(self.spark, self.lake, schema, name, sets, cond, commit=self.commit)
+            return update_where(
+                self.spark, self.lake, schema, name, sets, cond, commit=self.commit, tx=self._tx
+            )
         if isinstance(tree, exp.Merge):
             return self._merge(tree)
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             try:
-                return run_ddl(self.lake, tree, self.default_schema, self.commit)
+                return run_ddl(self.lake, tree, self.default_schema, self.commit, tx=self._tx)
             except DDLError as exc:
                 raise LakeSQLError(str(exc)) from exc
         raise LakeSQLError(
             f"statement kind {type(tree).__name__.upper()} is not supported on the lake yet"
         )
 
-    def _target(self, table: exp.Expression) -> tuple[str, str]:
+    def _target(self, table: exp.Expression, *, reads: bool = True) -> tuple[str, str]:
         if not isinstance(table, exp.Table):
             raise LakeSQLError(f"expected a lake table, got {table.sql(dialect='spark')!r}")
         schema = table.db or self.default_schema
+        if self._tx is not None and self._tx.has_table(schema, table.name):
+            if reads:
+                self._check_unchanged(schema, table.name)
+            return schema, table.name
         if self.lake.catalog().find_table(schema, table.name) is None:
             raise LakeSQLError(f"lake table {schema}.{table.name} does not exist")
         return schema, table.name
 
+    def _layout(self, layout: LayoutAlter) -> Snapshot | None:
+        schema = layout.schema or self.default_schema
+        own = self._tx is None
+        tx = self._tx or begin(self.lake, self.commit)
+        table = tx.table(schema, layout.table)
+        if layout.partition is not None:
+            if layout.partition:
+                tx.set_partitioned_by(table, layout.partition)
+            else:
+                tx.reset_partitioned_by(table)
+        elif layout.sort:
+            tx.set_sorted_by(table, layout.sort)
+        else:
+            tx.reset_sorted_by(table)
+        return tx.commit() if own else None
+
     def _insert(self, tree: exp.Insert, text: str) -> Snapshot | None:
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        schema, name = self._target(target)
+        overwrite = bool(tree.args.get("overwrite"))
+        schema, name = self._target(target, reads=overwrite)
         rest = text[_end_of(target) :]
         if isinstance(tree.this, exp.Schema):  # an explicit column list: skip it
             rest = rest[_balanced_end(rest) :]
@@ -169,8 +324,9 @@ class LakeSQL:
             schema,
             name,
             df,
-            overwrite=bool(tree.args.get("overwrite")),
+            overwrite=overwrite,
             commit=self.commit,
+            tx=self._tx,
         )
 
     def _ctas(self, tree: exp.Create, text: str) -> Snapshot | None:
@@ -189,6 +345,7 @@ class LakeSQL:
             df,
             replace=bool(tree.args.get("replace")),
             commit=self.commit,
+            tx=self._tx,
         )
 
     def _merge(self, tree: exp.Merge) -> Snapshot | None:
@@ -246,6 +403,7 @@ class LakeSQL:
             target_alias=t_alias,
             source_alias=s_alias,
             commit=self.commit,
+            tx=self._tx,
         )
 
 

@@ -1,0 +1,104 @@
+"""Scripts of several statements, transaction blocks that commit as one snapshot (or
+not at all), and DuckLake's layout ALTERs — checked through DuckDB on the same lake."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.sql import LakeSQL, LakeSQLError
+from dbt.adapters.ducklake.spark.statements import (
+    StatementError,
+    parse_layout_alter,
+    partition_fields,
+    sort_fields,
+    split_statements,
+)
+from tests import duck
+from tests.conftest import Catalog
+
+
+def test_split_statements_respects_strings_and_comments() -> None:
+    script = "SELECT 'a;b' AS x; -- tail; comment\n SELECT 2 /* ; */ ;; \n"
+    assert split_statements(script) == ["SELECT 'a;b' AS x", "-- tail; comment\n SELECT 2 /* ; */"]
+
+
+def test_layout_items_and_errors() -> None:
+    assert partition_fields(["region", "year(ts)", "bucket(8, `id`)"]) == [
+        ("region", "identity"),
+        ("ts", "year"),
+        ("id", "bucket(8)"),
+    ]
+    assert sort_fields(["a DESC NULLS FIRST", "b"]) == [
+        ("a", "DESC", "NULLS_FIRST"),
+        ("b", "ASC", "NULLS_LAST"),
+    ]
+    with pytest.raises(StatementError, match=r"accepted: col, year\(col\)"):
+        partition_fields(["week(ts)"])
+    with pytest.raises(StatementError, match="parenthesised list"):
+        parse_layout_alter("ALTER TABLE t SET SORTED BY a")
+    assert parse_layout_alter("ALTER TABLE t ADD COLUMN x INT") is None
+
+
+def test_transaction_block_commits_one_snapshot(spark, catalog: Catalog) -> None:
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    before = lake.latest_snapshot().snapshot_id
+    sql.execute(
+        """
+        BEGIN;
+        CREATE SCHEMA shop;
+        CREATE TABLE shop.orders AS SELECT id, CAST(id % 4 AS INT) AS region,
+            TIMESTAMP '2024-01-01 00:00:00' + make_interval(0, 0, 0, id) AS ts FROM range(0, 40);
+        ALTER TABLE shop.orders SET PARTITIONED BY (region);
+        ALTER TABLE shop.orders SET SORTED BY (ts DESC);
+        COMMENT ON TABLE shop.orders IS 'built in one go';
+        COMMIT;
+        """
+    )
+    snaps = lake.snapshots(since=before)
+    assert len(snaps) == 1, [s.changes for s in snaps]
+    con = duck.connect()
+    duck.attach(con, catalog.duckdb_attach)
+    assert con.execute("SELECT count(*) FROM lake.shop.orders").fetchone() == (40,)
+    # a later insert is laid out by the new spec, in DuckDB's own files too
+    sql.execute("INSERT INTO shop.orders SELECT id, 9, TIMESTAMP '2025-01-01' FROM range(40, 60)")
+    meta = "__ducklake_metadata_lake"
+    assert con.execute(
+        f"SELECT partition_value FROM {meta}.ducklake_file_partition_value"
+    ).fetchall() == [("9",)]
+    assert con.execute(
+        f"SELECT expression, sort_direction, null_order FROM {meta}.ducklake_sort_expression"
+    ).fetchall() == [("ts", "DESC", "NULLS_LAST")]
+    sql.execute(
+        "ALTER TABLE shop.orders RESET PARTITIONED BY; ALTER TABLE shop.orders RESET SORTED BY"
+    )
+    assert lake.catalog().partition_spec(lake.catalog().table("shop", "orders").table_id) is None
+    con.close()
+
+
+def test_failed_block_commits_nothing(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE t AS SELECT id FROM range(0, 5)")
+    before = lake.latest_snapshot().snapshot_id
+    with pytest.raises(LakeSQLError, match="does not exist"):
+        sql.execute("BEGIN; INSERT INTO t SELECT 99; DELETE FROM nope WHERE 1 = 1; COMMIT")
+    assert not sql.in_transaction
+    assert lake.latest_snapshot().snapshot_id == before
+    # reading a table the block already changed is refused, not silently stale
+    with pytest.raises(LakeSQLError, match="changed earlier in this transaction block"):
+        sql.execute("BEGIN; INSERT INTO t SELECT 7; SELECT count(*) FROM t")
+    assert lake.latest_snapshot().snapshot_id == before
+    # ROLLBACK discards; a block spread over several calls commits at COMMIT
+    sql.execute("BEGIN; INSERT INTO t SELECT 8; ROLLBACK")
+    sql.execute("BEGIN")
+    sql.execute("INSERT INTO t SELECT 10")
+    sql.execute("INSERT INTO t SELECT 11")
+    assert lake.latest_snapshot().snapshot_id == before
+    snap = sql.execute("COMMIT")
+    assert snap is not None and snap.snapshot_id == before + 1
+    rows = sorted(r.id for r in sql.query("SELECT id FROM t").collect())
+    assert rows == [0, 1, 2, 3, 4, 10, 11]
+    with pytest.raises(LakeSQLError, match="not supported on the lake yet"):
+        sql.execute("CALL ducklake_flush_inlined_data('lake')")
