@@ -21,7 +21,7 @@ from .changes import format_changes, qualified_name, quote_name
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
 from .models import Change, Column, Snapshot
 from .options import OptionRow, resolve_option
-from .reader import snapshot_from_row, visible
+from .reader import snapshot_from_row, split_changes, visible
 from .staged import ColumnDraft, DataFileSpec, DeleteFileSpec, StagedSchema, StagedTable
 from .types import FLOAT_TYPES, NESTED_TYPES, merge_max, merge_min
 
@@ -902,7 +902,7 @@ def apply_commit(
         ctx.schema_version,
         ctx.next_catalog_id,
         ctx.next_file_id,
-        tuple(ctx.changes),
+        split_changes(changes_made),  # as stored: deduplicated, in DuckDB's order
         tx.author,
         tx.commit_message,
         extra_info,

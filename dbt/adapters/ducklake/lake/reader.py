@@ -352,19 +352,26 @@ class CatalogReader:
         path, relative = rows[0].path, as_bool(rows[0].path_is_relative)
         return self.lake.data_path + path if relative else path
 
-    def data_files(self, table: TableInfo) -> list[DataFile]:
-        """Live data files with their live delete file and partition values (3 queries)."""
+    def data_files(self, table: TableInfo, only: Iterable[int] | None = None) -> list[DataFile]:
+        """Live data files (all, or those with ids in `only`) with their live delete file
+        and partition values (3 queries)."""
+        chosen = ""
+        if only is not None:
+            ids = sorted({int(i) for i in only})
+            if not ids:
+                return []
+            chosen = f"AND d.data_file_id IN ({', '.join(map(str, ids))})"
         rows = self._query(
             f"""SELECT d.*, {_DELETE_COLUMNS}
                 FROM {self._t("ducklake_data_file")} d
                 LEFT JOIN {self._t("ducklake_delete_file")} del
                      ON del.data_file_id = d.data_file_id AND del.table_id = :tid
                      AND {visible("del")}
-                WHERE d.table_id = :tid AND {visible("d")}
+                WHERE d.table_id = :tid AND {visible("d")} {chosen}
                 ORDER BY d.file_order, d.data_file_id""",
             tid=table.table_id,
         )
-        partition_values = self._partition_values(table.table_id)
+        partition_values = self._partition_values(table.table_id, chosen)
         root = self.table_root(table)
         return [self._data_file(r, root, partition_values.get(r.data_file_id, ())) for r in rows]
 
@@ -437,12 +444,14 @@ class CatalogReader:
             end_snapshot=r.end_snapshot,
         )
 
-    def _partition_values(self, table_id: int) -> dict[int, tuple[str | None, ...]]:
+    def _partition_values(
+        self, table_id: int, chosen: str = ""
+    ) -> dict[int, tuple[str | None, ...]]:
         rows = self._query(
             f"""SELECT pv.data_file_id, pv.partition_key_index, pv.partition_value
                 FROM {self._t("ducklake_file_partition_value")} pv
                 JOIN {self._t("ducklake_data_file")} d ON d.data_file_id = pv.data_file_id
-                WHERE pv.table_id = :tid AND {visible("d")}
+                WHERE pv.table_id = :tid AND {visible("d")} {chosen}
                 ORDER BY pv.data_file_id, pv.partition_key_index""",
             tid=table_id,
         )

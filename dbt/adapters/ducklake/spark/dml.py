@@ -135,9 +135,8 @@ def stage_deletes(
             tx.delete_inlined_rows(table, inlined)
         if not per_file:
             return len(inlined)
-        files = {
-            f.data_file_id: f for f in tx.catalog.data_files(tx.catalog.table_by_id(table.table_id))
-        }
+        info = tx.catalog.table_by_id(table.table_id)
+        files = {f.data_file_id: f for f in tx.catalog.data_files(info, only=per_file)}
         already = _deleted_counts(files)
         limit = inlining_limit(lake, table)
         ended, small, large = [], [], []
