@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 
+pytest_plugins = ["dbt.tests.fixtures.project"]  # dbt-tests-adapter's fixtures
+
 PG_DSN = os.environ.get("DUCKLAKE_TEST_PG", "host=127.0.0.1 port=5432 dbname=test")
 
 

@@ -325,6 +325,35 @@ class CatalogReader:
         rows = self._rows_at(self._column_rows(table_id), self.snapshot_id)
         return build_column_tree(rows, self._column_comments(table_id))
 
+    def all_columns(self) -> dict[int, list[Column]]:
+        """Columns of every table at this snapshot, by table id (2 queries in all)."""
+        rows = self._query(
+            f"""SELECT table_id, column_id, begin_snapshot, end_snapshot, column_order,
+                       column_name, column_type, initial_default, default_value,
+                       nulls_allowed, parent_column, default_value_type, default_value_dialect
+                FROM {self._t("ducklake_column")} c WHERE {visible("c")}"""
+        )
+        tags = self._query(
+            f"""SELECT ct.table_id, ct.column_id, ct.value FROM {self._t("ducklake_column_tag")} ct
+                WHERE ct."key" = 'comment' AND {visible("ct")}"""
+        )
+        comments: dict[int, dict[int, str]] = defaultdict(dict)
+        for t in tags:
+            comments[t.table_id][t.column_id] = t.value
+        by_table: dict[int, list[Any]] = defaultdict(list)
+        for r in rows:
+            by_table[r.table_id].append(r)
+        return {tid: build_column_tree(rs, comments.get(tid)) for tid, rs in by_table.items()}
+
+    def all_table_stats(self) -> dict[int, TableStats]:
+        rows = self._query(
+            f"""SELECT table_id, record_count, next_row_id, file_size_bytes
+                FROM {self._t("ducklake_table_stats")}"""
+        )
+        return {
+            r.table_id: TableStats(r.record_count, r.next_row_id, r.file_size_bytes) for r in rows
+        }
+
     def _column_comments(self, table_id: int) -> dict[int, str]:
         rows = self._query(
             f"""SELECT ct.column_id, ct.value FROM {self._t("ducklake_column_tag")} ct

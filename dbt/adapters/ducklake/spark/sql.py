@@ -41,6 +41,7 @@ _TIME_TRAVEL = re.compile(
     r"(\d+|'(?:[^']|'')*'|TIMESTAMP\s*'(?:[^']|'')*')",
     re.IGNORECASE,
 )
+_LEADING_COMMENTS = re.compile(r"^(?:\s*(?:/\*.*?\*/|--[^\n]*(?:\n|$)))*\s*", re.DOTALL)
 _BEGIN = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 _COMMIT = re.compile(r"^\s*(COMMIT|END)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 _ROLLBACK = re.compile(r"^\s*(ROLLBACK|ABORT)(\s+(TRANSACTION|WORK))?\s*$", re.I)
@@ -232,19 +233,20 @@ class LakeSQL:
         return result
 
     def _statement(self, text: str) -> DataFrame | Snapshot | None:
-        if _BEGIN.match(text):
+        bare = _LEADING_COMMENTS.sub("", text)  # dbt prefixes a /* query comment */
+        if _BEGIN.match(bare):
             if self._tx is not None:
                 raise LakeSQLError("BEGIN inside a transaction block; COMMIT or ROLLBACK first")
             self._tx = begin(self.lake, self.commit)
             return None
-        if _COMMIT.match(text):
+        if _COMMIT.match(bare):
             tx, self._tx = self._tx, None
             return tx.commit() if tx is not None else None
-        if _ROLLBACK.match(text):
+        if _ROLLBACK.match(bare):
             self._tx = None
             return None
         try:
-            layout = parse_layout_alter(text)
+            layout = parse_layout_alter(bare)
         except StatementError as exc:
             raise LakeSQLError(str(exc)) from exc
         if layout is not None:
@@ -274,6 +276,21 @@ class LakeSQL:
             )
         if isinstance(tree, exp.Merge):
             return self._merge(tree)
+        if self._spark_temp_view(tree):
+            # temporary views live in the Spark session, never in the lake
+            if isinstance(tree, exp.Drop):
+                for t in tree.args.get("tables") or [tree.this]:
+                    self.spark.catalog.dropTempView(t.name)
+            else:
+                self.spark.sql(self.rewrite(text))
+            return None
+        if isinstance(tree, exp.TruncateTable):
+            for t in tree.expressions:
+                schema, name = self._target(t, reads=False)
+                delete_where(
+                    self.spark, self.lake, schema, name, None, commit=self.commit, tx=self._tx
+                )
+            return None
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             try:
                 return run_ddl(self.lake, tree, self.default_schema, self.commit, tx=self._tx)
@@ -282,6 +299,15 @@ class LakeSQL:
         raise LakeSQLError(
             f"statement kind {type(tree).__name__.upper()} is not supported on the lake yet"
         )
+
+    def _spark_temp_view(self, tree: exp.Expression) -> bool:
+        kind = str(tree.args.get("kind") or "").upper()
+        if isinstance(tree, exp.Create) and kind == "VIEW":
+            return tree.find(exp.TemporaryProperty) is not None
+        if isinstance(tree, exp.Drop) and kind == "VIEW":
+            tables = tree.args.get("tables") or [tree.this]
+            return all(not t.db and self._is_spark_view(t.name) for t in tables)
+        return False
 
     def _target(self, table: exp.Expression, *, reads: bool = True) -> tuple[str, str]:
         if not isinstance(table, exp.Table):

@@ -1,1 +1,4 @@
-{#- ducklake__ dispatch implementations live in this folder, one verb per file. -#}
+{#- docs generate: built from DuckLake metadata by the adapter (see catalog.py). -#}
+{% macro ducklake__get_catalog(information_schema, schemas) -%}
+  {{ return(adapter.catalog_table(schemas)) }}
+{%- endmacro %}

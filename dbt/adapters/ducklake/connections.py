@@ -1,0 +1,186 @@
+"""dbt connections: one shared SparkSession per process, and per dbt connection a lake
+handle whose cursor runs statements through the engine's `LakeSQL`.
+
+dbt's own BEGIN/COMMIT bookkeeping is not sent anywhere: every statement is its own
+DuckLake snapshot, and materializations that need several statements in one snapshot
+send an explicit `BEGIN; …; COMMIT` block the engine commits at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.sql import SQLConnectionManager
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from pyspark.sql import DataFrame
+
+from .credentials import DucklakeCredentials
+from .lake.lake import Lake
+from .lake.models import Snapshot
+from .spark.engine import CommitInfo
+from .spark.session import get_session
+from .spark.sql import LakeSQL
+
+logger = AdapterLogger("DuckLake")
+
+
+class LakeCursor:
+    """DB-API-like cursor over LakeSQL: queries stay DataFrames until dbt fetches."""
+
+    def __init__(self, handle: LakeHandle):
+        self.handle = handle
+        self._df: DataFrame | None = None
+        self.snapshot: Snapshot | None = None
+        self.description: list[tuple[Any, ...]] | None = None
+        self.rowcount = -1
+
+    def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> None:
+        if bindings:
+            raise DbtRuntimeError(
+                "the ducklake adapter does not take query bindings; seeds load through "
+                "Spark DataFrames"
+            )
+        result = self.handle.sql.execute(sql)
+        self._df, self.snapshot, self.description = None, None, None
+        if isinstance(result, DataFrame):
+            self._df = result
+            self.description = [
+                (f.name, f.dataType.simpleString(), None, None, None, None, f.nullable)
+                for f in result.schema.fields
+            ]
+        elif isinstance(result, Snapshot):
+            self.snapshot = result
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        # results dbt asks for (tests, dbt show, introspection) are meant to be small
+        return [tuple(r) for r in self._df.collect()] if self._df is not None else []
+
+    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        if self._df is None:
+            return []
+        return [tuple(r) for r in self._df.limit(size).collect()]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        self._df = None
+
+
+class LakeHandle:
+    """What a dbt connection holds: the lake, its SQL runner, and the commit info that
+    every snapshot written through this connection carries."""
+
+    def __init__(self, credentials: DucklakeCredentials):
+        self.credentials = credentials
+        self.spark = get_session(credentials.session_config())
+        self.lake = Lake.open(
+            credentials.metadata,
+            data_path=credentials.data_path,
+            metadata_schema=credentials.metadata_schema,
+        )
+        self.sql = LakeSQL(
+            self.spark,
+            self.lake,
+            default_schema=credentials.schema,
+            catalog_name=credentials.database,
+            commit=CommitInfo(author=credentials.author),
+        )
+
+    def set_commit(self, message: str | None, extra_info: Any) -> None:
+        self.sql.commit = CommitInfo(
+            author=self.credentials.author, message=message, extra_info=extra_info
+        )
+
+    def cursor(self) -> LakeCursor:
+        return LakeCursor(self)
+
+    def rollback(self) -> None:
+        if self.sql.in_transaction:
+            self.sql.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.rollback()
+
+
+class DucklakeConnectionManager(SQLConnectionManager):
+    TYPE = "ducklake"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        credentials: DucklakeCredentials = connection.credentials
+        start = time.perf_counter()
+        try:
+            connection.handle = LakeHandle(credentials)
+        except Exception as exc:
+            connection.handle = None
+            connection.state = ConnectionState.FAIL
+            raise DbtDatabaseError(
+                f"could not open the lake at {credentials.metadata!r}: {exc}"
+            ) from exc
+        connection.state = ConnectionState.OPEN
+        logger.debug(f"lake {credentials.metadata} opened in {time.perf_counter() - start:.2f}s")
+        return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        try:
+            yield
+        except (DbtDatabaseError, DbtRuntimeError):
+            raise
+        except Exception as exc:
+            logger.debug(f"error running:\n{sql}")
+            raise DbtDatabaseError(_short(exc)) from exc
+
+    def cancel(self, connection: Connection) -> None:
+        handle = connection.handle
+        if isinstance(handle, LakeHandle):
+            handle.rollback()
+
+    @classmethod
+    def get_response(cls, cursor: Any) -> AdapterResponse:
+        snapshot = getattr(cursor, "snapshot", None)
+        if snapshot is not None:
+            return AdapterResponse(
+                _message=f"OK (snapshot {snapshot.snapshot_id})", code="OK", rows_affected=-1
+            )
+        return AdapterResponse(_message="OK", code="OK")
+
+    # dbt's transaction bookkeeping: nothing to send (see the module docstring)
+    def add_begin_query(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def add_commit_query(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def begin(self) -> None:
+        self.get_thread_connection().transaction_open = True
+
+    def commit(self) -> None:
+        self.get_thread_connection().transaction_open = False
+
+    @classmethod
+    def _rollback_handle(cls, connection: Connection) -> None:
+        if isinstance(connection.handle, LakeHandle):
+            connection.handle.rollback()
+
+    @classmethod
+    def data_type_code_to_name(cls, type_code: str | int) -> str:
+        return str(type_code).upper()
+
+
+def _short(exc: Exception) -> str:
+    """Spark's analysis errors carry a JVM stack after the message; keep the message."""
+    text = str(exc)
+    for marker in ("\nJVM stacktrace:", "\n\tat "):
+        if marker in text:
+            text = text.split(marker, 1)[0]
+    return text.strip()

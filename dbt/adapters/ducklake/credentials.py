@@ -1,0 +1,87 @@
+"""Profile fields of `type: ducklake` (design.md's public contract), checked up front so
+a typo fails `dbt debug` with the field's name instead of a Spark stack trace."""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.contracts.connection import Credentials
+from dbt_common.exceptions import DbtConfigError
+
+from .lake.connect import parse_metadata
+from .lake.errors import LakeError
+from .spark.session import SessionConfig
+
+
+@dataclass
+class DucklakeCredentials(Credentials):
+    database: str = "ducklake"  # the lake's name; relations render as schema.table
+    schema: str = ""
+    metadata: str = ""
+    data_path: str | None = None
+    metadata_schema: str | None = None
+    spark_master: str | None = None
+    spark_remote: str | None = None
+    spark_conf: dict[str, Any] = field(default_factory=dict)
+    author: str | None = None
+
+    _ALIASES = {"catalog": "metadata", "lake": "database"}
+
+    @property
+    def type(self) -> str:
+        return "ducklake"
+
+    @property
+    def unique_field(self) -> str:
+        return self.metadata
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return (
+            "metadata",
+            "data_path",
+            "metadata_schema",
+            "database",
+            "schema",
+            "spark_master",
+            "spark_remote",
+            "author",
+        )
+
+    def __post_init__(self) -> None:
+        if not self.schema:
+            raise DbtConfigError("ducklake profile: `schema` (the default schema) is required")
+        if not self.metadata:
+            raise DbtConfigError(
+                "ducklake profile: `metadata` is required — a SQLAlchemy URL "
+                "(sqlite:///lake.sqlite, postgresql+psycopg://user@host/db), DuckLake's "
+                "attach form (sqlite:lake.sqlite, postgres:dbname=x host=y) or a file path"
+            )
+        try:
+            parse_metadata(self.metadata)
+        except LakeError as exc:
+            raise DbtConfigError(f"ducklake profile: metadata: {exc}") from exc
+        if not isinstance(self.spark_conf, dict):
+            raise DbtConfigError("ducklake profile: spark_conf must be a map of Spark settings")
+        try:
+            self.session_config().validate()
+        except ValueError as exc:
+            raise DbtConfigError(f"ducklake profile: {exc}") from exc
+        if self.author is None:
+            self.author = _os_user()
+
+    def session_config(self) -> SessionConfig:
+        master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"
+        return SessionConfig(
+            master=master,
+            remote=self.spark_remote,
+            conf={k: str(v) for k, v in self.spark_conf.items()},
+        )
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user database entry (containers)
+        return "dbt"

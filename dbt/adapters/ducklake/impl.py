@@ -1,0 +1,246 @@
+"""The dbt adapter `type: ducklake`: Spark SQL for models, DuckLake metadata for
+everything dbt asks about relations (never Spark SHOW/DESCRIBE).
+
+Materializations tell the adapter which node they build (`set_commit_context`), so the
+snapshot they write carries the author, a commit message and extra info naming the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.base.impl import AdapterConfig, ConstraintSupport
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.relation import RelationType
+from dbt.adapters.sql import SQLAdapter
+from dbt_common.contracts.constraints import ConstraintType
+from dbt_common.exceptions import DbtRuntimeError
+
+from .__version__ import version as adapter_version
+from .catalog import CATALOG_COLUMNS, catalog_rows
+from .column import DucklakeColumn
+from .connections import DucklakeConnectionManager, LakeHandle
+from .lake.errors import CatalogNotFoundError
+from .relation import DucklakeRelation
+from .spark.types import spark_type
+from .spark.views import scan_relation
+
+
+@dataclass
+class DucklakeConfig(AdapterConfig):
+    commit_message: str | None = None
+    partition_by: list[str] | str | None = None
+    sorted_by: list[str] | str | None = None
+    merge_update_columns: list[str] | None = None
+    merge_exclude_columns: list[str] | None = None
+
+
+class DucklakeAdapter(SQLAdapter):
+    Relation = DucklakeRelation
+    Column = DucklakeColumn
+    ConnectionManager = DucklakeConnectionManager
+    AdapterSpecificConfigs = DucklakeConfig
+
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.primary_key: ConstraintSupport.NOT_SUPPORTED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_SUPPORTED,
+    }
+
+    @classmethod
+    def date_function(cls) -> str:
+        return "current_timestamp()"
+
+    @classmethod
+    def is_cancelable(cls) -> bool:
+        return False
+
+    @classmethod
+    def quote(cls, identifier: str) -> str:
+        return "`" + identifier.replace("`", "``") + "`"
+
+    # -- agate (seeds) -> Spark types -------------------------------------------------
+    @classmethod
+    def convert_text_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "string"
+
+    @classmethod
+    def convert_number_type(cls, agate_table: Any, col_idx: int) -> str:
+        import agate
+
+        decimals = agate_table.aggregate(agate.MaxPrecision(col_idx))
+        return "double" if decimals else "bigint"
+
+    @classmethod
+    def convert_integer_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "bigint"
+
+    @classmethod
+    def convert_boolean_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "boolean"
+
+    @classmethod
+    def convert_date_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "date"
+
+    @classmethod
+    def convert_time_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "string"
+
+    @classmethod
+    def convert_datetime_type(cls, agate_table: Any, col_idx: int) -> str:
+        return "timestamp"
+
+    # -- metadata from the lake -------------------------------------------------------
+    def _handle(self) -> LakeHandle:
+        connection = self.connections.get_thread_connection()
+        handle = self.connections.open(connection).handle
+        assert isinstance(handle, LakeHandle)
+        return handle
+
+    def list_schemas(self, database: str) -> list[str]:
+        return [s.name for s in self._handle().lake.catalog().schemas()]
+
+    def check_schema_exists(self, database: str, schema: str) -> bool:
+        return any(s.lower() == schema.lower() for s in self.list_schemas(database))
+
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        cat = self._handle().lake.catalog()
+        schema = schema_relation.schema
+        database = schema_relation.database
+        if schema is None or not any(s.name == schema for s in cat.schemas()):
+            return []
+        found: list[BaseRelation] = [
+            self.Relation.create(
+                database=database, schema=t.schema_name, identifier=t.name, type=RelationType.Table
+            )
+            for t in cat.tables(schema)
+        ]
+        found += [
+            self.Relation.create(
+                database=database, schema=v.schema_name, identifier=v.name, type=RelationType.View
+            )
+            for v in cat.views(schema)
+        ]
+        return found
+
+    def get_columns_in_relation(self, relation: BaseRelation) -> list[DucklakeColumn]:
+        handle = self._handle()
+        cat = handle.lake.catalog()
+        assert relation.schema is not None and relation.identifier is not None
+        table = cat.find_table(relation.schema, relation.identifier)
+        if table is not None:
+            return [
+                DucklakeColumn(c.name, spark_type(c).simpleString(), comment=c.comment)
+                for c in cat.columns(table.table_id)
+            ]
+        try:
+            df = scan_relation(handle.spark, handle.lake, relation.schema, relation.identifier)
+        except CatalogNotFoundError:
+            return []
+        return [DucklakeColumn(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+    # -- commit info --------------------------------------------------------------------
+    @available
+    def set_commit_context(
+        self, node: Any, action: str, message: str | None = None, invocation_id: str = ""
+    ) -> str:
+        """Make the next snapshots of this connection carry this node's commit info;
+        `action` is the materialization (and strategy), e.g. `incremental merge`."""
+        from dbt.version import __version__ as dbt_version
+
+        unique_id = _get(node, "unique_id") or "?"
+        verb = {"seed": "seed", "snapshot": "snapshot"}.get(_get(node, "resource_type"), "run")
+        extra = {
+            "invocation_id": invocation_id,
+            "unique_id": unique_id,
+            "materialization": action,
+            "target": getattr(self.config, "target_name", None),
+            "dbt_version": dbt_version,
+            "adapter_version": adapter_version,
+        }
+        text = message or f"dbt {verb} {unique_id} ({action})"
+        self._handle().set_commit(text, json.dumps(extra, sort_keys=True))
+        return ""
+
+    @available
+    def clear_commit_context(self) -> str:
+        self._handle().set_commit(None, None)
+        return ""
+
+    # -- seeds ----------------------------------------------------------------------------
+    @available
+    def load_seed(
+        self, relation: BaseRelation, agate_table: Any, column_types: dict[str, str]
+    ) -> str:
+        """Create (or replace) the seed's table from its CSV in one snapshot: the agate
+        table is written to a temporary CSV that Spark reads with the resolved types."""
+        handle = self._handle()
+        names = list(agate_table.column_names)
+        types = [column_types[n] for n in names]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "seed.csv")
+            agate_table.to_csv(path)
+            raw = handle.spark.read.option("header", "true").csv(path, inferSchema=False)
+            cast = raw.select(
+                *[
+                    raw[i].cast(t).alias(n)
+                    for i, (n, t) in enumerate(zip(names, types, strict=True))
+                ]
+            )
+            view = f"__ducklake_seed_{abs(hash((relation.schema, relation.identifier)))}"
+            cast.createOrReplaceTempView(view)
+            handle.sql.execute(f"CREATE OR REPLACE TABLE {relation} AS SELECT * FROM {view}")
+            handle.spark.catalog.dropTempView(view)
+        return ""
+
+    # -- docs ---------------------------------------------------------------------------
+    @available
+    def catalog_table(self, schemas: list[str]) -> Any:
+        """The docs catalog of these schemas as an agate table, from lake metadata."""
+        from dbt_common.clients.agate_helper import table_from_data_flat
+
+        handle = self._handle()
+        rows = catalog_rows(handle.spark, handle.lake, self.config.credentials.database, schemas)
+        return table_from_data_flat(
+            [dict(zip(CATALOG_COLUMNS, r, strict=True)) for r in rows], list(CATALOG_COLUMNS)
+        )
+
+    # -- tests and debug ---------------------------------------------------------------
+    def run_sql_for_tests(self, sql: str, fetch: str, conn: Any) -> Any:
+        cursor = conn.handle.cursor()
+        try:
+            cursor.execute(sql)
+            if fetch == "one":
+                return cursor.fetchone()
+            if fetch == "all":
+                return cursor.fetchall()
+            return None
+        finally:
+            conn.transaction_open = False
+
+    def debug_query(self) -> None:
+        handle = self._handle()
+        handle.lake.latest_snapshot()  # the metadata database answers
+        root = handle.lake.data_path
+        if not root.startswith(("s3://", "gs://", "abfss://", "hdfs://")):
+            os.makedirs(root, exist_ok=True)
+            probe = os.path.join(root, ".dbt-ducklake-debug")
+            try:
+                with open(probe, "w") as f:
+                    f.write("ok")
+                os.remove(probe)
+            except OSError as exc:
+                raise DbtRuntimeError(f"data_path {root!r} is not writable: {exc}") from exc
+        self.execute("select 1 as id")  # the Spark session runs a query
+
+
+def _get(node: Any, key: str) -> Any:
+    return node.get(key) if isinstance(node, dict) else getattr(node, key, None)

@@ -1,0 +1,13 @@
+{#- A lake table is created (or replaced) by one CTAS statement: one DuckLake snapshot,
+    and no moment where the old table is gone and the new one not there yet.
+    `temporary` relations are Spark temporary views: they never reach the lake. -#}
+{% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+  {%- if language != 'sql' -%}
+    {{ exceptions.raise_compiler_error("ducklake: model " ~ relation ~ " is " ~ language ~ "; only SQL models are supported") }}
+  {%- endif -%}
+  {%- if temporary -%}
+    create or replace temporary view {{ relation.identifier }} as {{ compiled_code }}
+  {%- else -%}
+    create or replace table {{ relation }} as {{ compiled_code }}
+  {%- endif -%}
+{%- endmacro %}
