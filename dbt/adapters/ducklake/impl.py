@@ -66,6 +66,9 @@ class DucklakeAdapter(SQLAdapter):
     def quote(cls, identifier: str) -> str:
         return "`" + identifier.replace("`", "``") + "`"
 
+    def valid_incremental_strategies(self) -> list[str]:
+        return ["append", "merge", "delete+insert", "insert_overwrite", "microbatch"]
+
     # -- agate (seeds) -> Spark types -------------------------------------------------
     @classmethod
     def convert_text_type(cls, agate_table: Any, col_idx: int) -> str:
@@ -133,8 +136,11 @@ class DucklakeAdapter(SQLAdapter):
 
     def get_columns_in_relation(self, relation: BaseRelation) -> list[DucklakeColumn]:
         handle = self._handle()
+        assert relation.identifier is not None
+        if not relation.schema or not relation.include_policy.schema:  # a Spark temp view
+            fields = handle.spark.table(self.quote(relation.identifier)).schema.fields
+            return [DucklakeColumn(f.name, f.dataType.simpleString()) for f in fields]
         cat = handle.lake.catalog()
-        assert relation.schema is not None and relation.identifier is not None
         table = cat.find_table(relation.schema, relation.identifier)
         if table is not None:
             return [
@@ -146,6 +152,18 @@ class DucklakeAdapter(SQLAdapter):
         except CatalogNotFoundError:
             return []
         return [DucklakeColumn(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+    @available
+    def partition_columns(self, relation: BaseRelation) -> list[str]:
+        """Source columns of the table's current partition spec (empty: unpartitioned)."""
+        cat = self._handle().lake.catalog()
+        assert relation.schema is not None and relation.identifier is not None
+        table = cat.find_table(relation.schema, relation.identifier)
+        spec = cat.partition_spec(table.table_id) if table is not None else None
+        if spec is None:
+            return []
+        names = {c.column_id: c.name for c in cat.columns(table.table_id)}  # type: ignore[union-attr]
+        return [names[f.column_id] for f in spec.fields if f.column_id in names]
 
     # -- commit info --------------------------------------------------------------------
     @available

@@ -342,6 +342,12 @@ class LakeSQL:
         overwrite = bool(tree.args.get("overwrite"))
         schema, name = self._target(target, reads=overwrite)
         rest = text[_end_of(target) :]
+        partition = target.args.get("partition") is not None
+        if partition:  # INSERT OVERWRITE t PARTITION (...): replace only the new partitions
+            clause = re.match(r"\s*PARTITION\s*", rest, re.IGNORECASE)
+            if clause is not None:
+                rest = rest[clause.end() :]
+                rest = rest[_balanced_end(rest) :]
         if isinstance(tree.this, exp.Schema):  # an explicit column list: skip it
             rest = rest[_balanced_end(rest) :]
         df = self.query(rest)
@@ -351,6 +357,7 @@ class LakeSQL:
             name,
             df,
             overwrite=overwrite,
+            partitions_only=overwrite and partition,
             commit=self.commit,
             tx=self._tx,
         )

@@ -1,0 +1,78 @@
+{#- Each build is one DuckLake snapshot: the new rows are staged as a Spark temporary
+    view, then one statement (or one BEGIN … COMMIT block) applies the strategy.
+    Column additions/removals for on_schema_change are DuckLake ALTERs (no rewrite). -#}
+{% materialization incremental, adapter='ducklake' %}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set strategy = ducklake__validate_incremental(config) -%}
+  {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
+  {%- set full_refresh = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- if full_refresh -%}
+    {{ ducklake__set_commit_context('incremental ' ~ strategy ~ (' full refresh' if existing_relation is not none else ' create')) }}
+    {%- set build_sql = ducklake__create_replacing(existing_relation, 'table', create_table_as(False, target_relation, compiled_code)) -%}
+  {%- else -%}
+    {%- set temp_relation = make_temp_relation(this) -%}
+    {% call statement('stage_new_rows') -%}
+      {{ create_table_as(True, temp_relation, compiled_code) }}
+    {%- endcall %}
+    {{ ducklake__set_commit_context('incremental ' ~ strategy) }}
+    {%- set dest_columns = process_schema_changes(on_schema_change, temp_relation, existing_relation) -%}
+    {%- if not dest_columns -%}
+      {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
+    {%- endif -%}
+    {%- set strategy_macro = adapter.get_incremental_strategy_macro(context, strategy) -%}
+    {%- set build_sql = strategy_macro({
+          'target_relation': target_relation,
+          'temp_relation': temp_relation,
+          'unique_key': config.get('unique_key'),
+          'dest_columns': dest_columns,
+          'incremental_predicates': config.get('incremental_predicates'),
+        }) -%}
+  {%- endif -%}
+
+  {% call statement('main') -%}
+    {{ build_sql }}
+  {%- endcall %}
+
+  {%- if not full_refresh -%}
+    {% call statement('drop_staged_rows') -%}
+      drop view if exists {{ temp_relation }}
+    {%- endcall %}
+  {%- endif -%}
+  {{ ducklake__finish_node(target_relation) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- Configs are checked before any SQL runs. Strategies other than the built-in ones
+    are user macros `get_incremental_<name>_sql`; dbt's lookup names the missing one. -#}
+{% macro ducklake__validate_incremental(config) -%}
+  {%- set strategy = config.get('incremental_strategy') or 'merge' -%}
+  {%- do adapter.get_incremental_strategy_macro(context, strategy) -%}
+  {%- set on_change = config.get('on_schema_change') or 'ignore' -%}
+  {%- set accepted_changes = ['ignore', 'fail', 'append_new_columns', 'sync_all_columns'] -%}
+  {%- if on_change not in accepted_changes -%}
+    {{ exceptions.raise_compiler_error("ducklake: model " ~ this ~ ": on_schema_change '" ~ on_change ~ "' is not supported; accepted: " ~ accepted_changes | join(', ')) }}
+  {%- endif -%}
+  {%- if strategy == 'microbatch' and not config.get('event_time') -%}
+    {{ exceptions.raise_compiler_error("ducklake: model " ~ this ~ ": incremental_strategy 'microbatch' needs config event_time") }}
+  {%- endif -%}
+  {{ return(strategy) }}
+{%- endmacro %}
+
+{#- helpers shared by the strategies -#}
+{% macro ducklake__column_list(columns) -%}
+  {%- for c in columns -%}{{ adapter.quote(c.name) }}{{ ', ' if not loop.last }}{%- endfor -%}
+{%- endmacro %}
+
+{% macro ducklake__unique_keys(unique_key) -%}
+  {%- if unique_key is none -%}{{ return([]) }}{%- endif -%}
+  {%- set keys = [unique_key] if unique_key is string else unique_key -%}
+  {{ return(keys | map('trim') | reject('equalto', '') | unique | list) }}
+{%- endmacro %}
+
+{% macro ducklake__predicates_sql(incremental_predicates) -%}
+  {%- for p in (incremental_predicates or []) %} and ({{ p }}){% endfor -%}
+{%- endmacro %}
