@@ -7,6 +7,8 @@ COLUMN, ALTER COLUMN TYPE, RENAME TO, and COMMENT ON TABLE/COLUMN/VIEW.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from ..lake.lake import Lake
@@ -25,7 +27,9 @@ def column_spec(definition: exp.ColumnDef) -> ColumnSpec:
     kind = definition.args.get("kind")
     if kind is None:
         raise DDLError(f"column {definition.name!r} needs a type")
-    spec = parse_type(kind.sql(dialect="duckdb"), definition.name)
+    # DuckLake strings have no length: VARCHAR(50) / CHAR(3) are plain VARCHAR
+    duck = re.sub(r"\bTEXT\(\s*\d+\s*\)", "TEXT", kind.sql(dialect="duckdb"))
+    spec = parse_type(duck, definition.name)
     not_null = any(
         isinstance(c.kind, exp.NotNullColumnConstraint)
         for c in definition.args.get("constraints") or []
