@@ -8,6 +8,8 @@ send an explicit `BEGIN; …; COMMIT` block the engine commits at once.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyspark.sql import DataFrame
 
 from .credentials import DucklakeCredentials
+from .lake.connect import parse_metadata
 from .lake.lake import Lake
 from .lake.models import Snapshot
 from .spark.engine import CommitInfo
@@ -27,6 +30,7 @@ from .spark.session import get_session
 from .spark.sql import LakeSQL
 
 logger = AdapterLogger("DuckLake")
+_OPENING = threading.Lock()
 
 
 class LakeCursor:
@@ -79,12 +83,17 @@ class LakeHandle:
 
     def __init__(self, credentials: DucklakeCredentials):
         self.credentials = credentials
+        location = parse_metadata(credentials.metadata)
+        if location.backend == "sqlite" and credentials.data_path:
+            # the embedded default: a new project's lake folder is created on first use
+            os.makedirs(os.path.dirname(os.path.abspath(location.sqlite_path)), exist_ok=True)
         self.spark = get_session(credentials.session_config())
-        self.lake = Lake.open(
-            credentials.metadata,
-            data_path=credentials.data_path,
-            metadata_schema=credentials.metadata_schema,
-        )
+        with _OPENING:  # dbt threads open connections together; one creates the lake
+            self.lake = Lake.open(
+                credentials.metadata,
+                data_path=credentials.data_path,
+                metadata_schema=credentials.metadata_schema,
+            )
         self.sql = LakeSQL(
             self.spark,
             self.lake,

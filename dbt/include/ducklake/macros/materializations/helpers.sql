@@ -1,18 +1,48 @@
-{#- SQL that creates a relation in one snapshot; when a relation of the other kind has
-    the name, it is dropped in the same transaction. -#}
-{% macro ducklake__create_replacing(existing_relation, wanted_type, create_sql) -%}
-  {%- if existing_relation is not none and existing_relation.type != wanted_type -%}
-    begin;
-    drop {{ existing_relation.type }} {{ existing_relation }};
-    {{ create_sql }};
-    commit
+{#- The statements of one node build, committed as one DuckLake snapshot: a relation of
+    the other kind with the same name is dropped, the new one created, and its docs
+    (persist_docs) written as DuckLake comments — all in one transaction. -#}
+{% macro ducklake__node_sql(existing_relation, target_relation, create_sql, column_names=none) -%}
+  {%- set statements = [] -%}
+  {%- if existing_relation is not none and existing_relation.type != target_relation.type -%}
+    {%- do statements.append('drop ' ~ existing_relation.type ~ ' ' ~ existing_relation) -%}
+  {%- endif -%}
+  {%- do statements.append(create_sql) -%}
+  {%- do statements.extend(ducklake__docs_statements(target_relation, column_names)) -%}
+  {%- if statements | length == 1 -%}
+    {{ statements[0] }}
   {%- else -%}
-    {{ create_sql }}
+    begin;
+    {% for s in statements %}{{ s }};
+    {% endfor %}commit
   {%- endif -%}
 {%- endmacro %}
 
+{#- COMMENT ON statements for persist_docs; `column_names` are the relation's columns
+    (documented columns it does not have are left out, as dbt does). -#}
+{% macro ducklake__docs_statements(relation, column_names) -%}
+  {%- set out = [] -%}
+  {%- set kind = 'view' if relation.type == 'view' else 'table' -%}
+  {%- if config.persist_relation_docs() and model.description -%}
+    {%- do out.append('comment on ' ~ kind ~ ' ' ~ relation ~ ' is ' ~ ducklake__string_literal(model.description)) -%}
+  {%- endif -%}
+  {%- if config.persist_column_docs() and model.columns and kind == 'table' -%}
+    {%- set present = (column_names or []) | map('lower') | list -%}
+    {%- for name, column in model.columns.items() if column.description and name | lower in present -%}
+      {%- do out.append('comment on column ' ~ relation ~ '.' ~ adapter.quote(name) ~ ' is ' ~ ducklake__string_literal(column.description)) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(out) }}
+{%- endmacro %}
+
+{#- Names of the columns a query returns (Spark analyses it; nothing runs). -#}
+{% macro ducklake__query_columns(sql) -%}
+  {%- if config.persist_column_docs() and model.columns -%}
+    {{ return(get_columns_in_query(sql)) }}
+  {%- endif -%}
+  {{ return([]) }}
+{%- endmacro %}
+
 {% macro ducklake__finish_node(target_relation) -%}
-  {% do persist_docs(target_relation, model) %}
   {{ adapter.clear_commit_context() }}
   {{ run_hooks(post_hooks) }}
 {%- endmacro %}

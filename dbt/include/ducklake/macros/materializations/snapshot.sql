@@ -25,7 +25,8 @@
 
   {%- if not target_relation_exists -%}
     {{ ducklake__set_commit_context('snapshot ' ~ strategy_name) }}
-    {%- set final_sql = create_table_as(False, target_relation, build_snapshot_table(strategy, model['compiled_code'])) -%}
+    {%- set build_sql = build_snapshot_table(strategy, model['compiled_code']) -%}
+    {%- set final_sql = ducklake__node_sql(none, target_relation, create_table_as(False, target_relation, build_sql), ducklake__query_columns(build_sql)) -%}
   {%- else -%}
     {%- set columns = config.get("snapshot_table_column_names") or get_snapshot_table_column_names() -%}
     {{ adapter.assert_valid_snapshot_target_given_strategy(target_relation, columns, strategy) }}

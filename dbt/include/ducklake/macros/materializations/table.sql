@@ -5,7 +5,9 @@
   {{ run_hooks(pre_hooks) }}
   {{ ducklake__set_commit_context('table') }}
   {% call statement('main') -%}
-    {{ ducklake__create_replacing(existing_relation, 'table', create_table_as(False, target_relation, compiled_code)) }}
+    {{ ducklake__node_sql(existing_relation, target_relation,
+         create_table_as(False, target_relation, compiled_code),
+         ducklake__query_columns(compiled_code)) }}
   {%- endcall %}
   {{ ducklake__finish_node(target_relation) }}
   {{ return({'relations': [target_relation]}) }}

@@ -5,7 +5,7 @@
   {{ run_hooks(pre_hooks) }}
   {{ ducklake__set_commit_context('view') }}
   {% call statement('main') -%}
-    {{ ducklake__create_replacing(existing_relation, 'view', get_create_view_as_sql(target_relation, compiled_code)) }}
+    {{ ducklake__node_sql(existing_relation, target_relation, get_create_view_as_sql(target_relation, compiled_code)) }}
   {%- endcall %}
   {{ ducklake__finish_node(target_relation) }}
   {{ return({'relations': [target_relation]}) }}

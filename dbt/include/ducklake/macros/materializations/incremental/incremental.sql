@@ -11,7 +11,8 @@
   {{ run_hooks(pre_hooks) }}
   {%- if full_refresh -%}
     {{ ducklake__set_commit_context('incremental ' ~ strategy ~ (' full refresh' if existing_relation is not none else ' create')) }}
-    {%- set build_sql = ducklake__create_replacing(existing_relation, 'table', create_table_as(False, target_relation, compiled_code)) -%}
+    {%- set build_sql = ducklake__node_sql(existing_relation, target_relation,
+          create_table_as(False, target_relation, compiled_code), ducklake__query_columns(compiled_code)) -%}
   {%- else -%}
     {%- set temp_relation = make_temp_relation(this) -%}
     {% call statement('stage_new_rows') -%}

@@ -1,0 +1,2 @@
+select customer_id, name, upper(country) as country, tier
+from {{ ref('customers') }}
