@@ -102,3 +102,10 @@ def test_failed_block_commits_nothing(spark, sqlite_catalog: Catalog) -> None:
     assert rows == [0, 1, 2, 3, 4, 10, 11]
     with pytest.raises(LakeSQLError, match="not supported on the lake yet"):
         sql.execute("CALL ducklake_flush_inlined_data('lake')")
+
+
+def test_postgres_text_casts_become_spark_strings(spark, sqlite_catalog: Catalog) -> None:
+    sql = LakeSQL(spark, Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path))
+    query = "SELECT 1::text AS a, cast(2 AS TEXT) AS b, 'x::text' AS text"
+    assert sql.rewrite(query) == "SELECT 1::string AS a, cast(2 AS string) AS b, 'x::text' AS text"
+    assert tuple(sql.query(query).first()) == ("1", "2", "x::text")

@@ -1,11 +1,13 @@
 """Views DuckDB created (DuckDB SQL) read identically through the Spark engine, at the
-latest and at earlier snapshots, nested views and unqualified names included."""
+latest and at earlier snapshots, nested views and unqualified names included; views
+created here keep the Spark text they were written in and read the same in DuckDB."""
 
 from __future__ import annotations
 
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from dbt.adapters.ducklake.spark.views import scan_relation, scan_view
 from tests import duck
 from tests.canon import canon_rows
@@ -45,4 +47,20 @@ def test_duckdb_views_read_identically(spark, catalog: Catalog) -> None:
     assert scan_relation(spark, lake, "s", "orders").count() == 20
     with pytest.raises(Exception, match=r"s\.nope does not exist"):
         scan_view(spark, lake, "s", "nope")
+    con.close()
+
+
+def test_views_created_here_keep_their_spark_text(spark, sqlite_catalog: Catalog) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE t AS SELECT id, CAST(id * 1.5 AS DOUBLE) AS x FROM range(0, 5)")
+    query = "SELECT id, `x` AS `the x`, date_format(DATE '2024-03-05', 'yyyy/MM') AS m FROM t"
+    sql.execute(f"CREATE VIEW v AS {query}")
+    view = lake.catalog().view("main", "v")
+    assert view.spark_sql == query and view.dialect == "duckdb" and "`" not in view.sql
+    ours = sorted(tuple(r) for r in sql.query("SELECT * FROM v").collect())
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    theirs = sorted(con.execute("SELECT * FROM lake.main.v").fetchall())
+    assert ours == theirs == [(i, i * 1.5, "2024/03") for i in range(5)]
     con.close()

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from . import ddl
 from .changes import format_changes, qualified_name, quote_name
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
-from .models import Change, Column, Snapshot
+from .models import SPARK_SQL_TAG, Change, Column, Snapshot
 from .options import OptionRow, resolve_option
 from .reader import snapshot_from_row, split_changes, visible
 from .staged import ColumnDraft, DataFileSpec, DeleteFileSpec, StagedSchema, StagedTable
@@ -157,12 +157,12 @@ class CommitContext:
         self.end_rows("ducklake_tag", "object_id = :id", id=s.schema_id)
         self.change("dropped_schema", s.schema_id)
 
-    def set_tag(self, object_id: int, comment: str | None) -> None:
-        self.end_rows("ducklake_tag", "object_id = :id AND \"key\" = 'comment'", id=object_id)
-        if comment is not None:
+    def set_tag(self, object_id: int, value: str | None, key: str = "comment") -> None:
+        self.end_rows("ducklake_tag", 'object_id = :id AND "key" = :k', id=object_id, k=key)
+        if value is not None:
             self.run(
-                f"INSERT INTO {self.t('ducklake_tag')} VALUES (:id, :snap, NULL, 'comment', :v)",
-                {"id": object_id, "snap": self.snapshot_id, "v": comment},
+                f"INSERT INTO {self.t('ducklake_tag')} VALUES (:id, :snap, NULL, :k, :v)",
+                {"id": object_id, "snap": self.snapshot_id, "k": key, "v": value},
             )
 
     def set_column_tag(self, table_id: int, column_id: int, comment: str | None) -> None:
@@ -821,6 +821,8 @@ def apply_commit(
             )
             if v.comment is not None:
                 ctx.set_tag(v.view_id, v.comment)
+            if v.spark_sql is not None:
+                ctx.set_tag(v.view_id, v.spark_sql, key=SPARK_SQL_TAG)
             ctx.change("created_view", qualified_name(v.schema.name, v.name))
         elif v.dropped:
             ctx.end_rows("ducklake_view", "view_id = :id", id=v.view_id)

@@ -10,6 +10,9 @@ from typing import Any
 
 from .types import duckdb_type
 
+# tag key under which a view created by this project keeps its Spark SQL text
+SPARK_SQL_TAG = "dbt_ducklake_spark_sql"
+
 
 @dataclass(frozen=True)
 class Change:
@@ -141,6 +144,7 @@ class ViewInfo:
     column_aliases: str | None
     begin_snapshot: int
     comment: str | None = None
+    spark_sql: str | None = None  # the Spark text a view created here was written in
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from . import ddl
 from .codec import as_bool, decode_catalog_time, decode_inlined, decode_scalar
 from .errors import CatalogNotFoundError
 from .models import (
+    SPARK_SQL_TAG,
     Change,
     Column,
     ColumnStats,
@@ -265,12 +266,14 @@ class CatalogReader:
         rows = self._query(
             f"""SELECT v.view_id, v.view_uuid, v.schema_id, s.schema_name, v.view_name,
                        v.dialect, v."sql", v.column_aliases, v.begin_snapshot,
-                       tg.value AS comment
+                       tg.value AS comment, sp.value AS spark_sql
                 FROM {self._t("ducklake_view")} v
                 JOIN {self._t("ducklake_schema")} s ON s.schema_id = v.schema_id
                      AND {visible("s")}
                 LEFT JOIN {self._t("ducklake_tag")} tg ON tg.object_id = v.view_id
                      AND tg."key" = 'comment' AND {visible("tg")}
+                LEFT JOIN {self._t("ducklake_tag")} sp ON sp.object_id = v.view_id
+                     AND sp."key" = '{SPARK_SQL_TAG}' AND {visible("sp")}
                 WHERE {visible("v")}{where} ORDER BY s.schema_name, v.view_name""",
             schema=schema,
         )
@@ -286,6 +289,7 @@ class CatalogReader:
                 r.column_aliases or None,
                 r.begin_snapshot,
                 r.comment,
+                r.spark_sql,
             )
             for r in rows
         ]

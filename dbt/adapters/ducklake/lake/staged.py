@@ -243,6 +243,7 @@ class StagedView:
     dropped: bool = False
     comment: str | None = None
     comment_changed: bool = False
+    spark_sql: str | None = None
 
 
 @dataclass(frozen=True)

@@ -490,7 +490,10 @@ class Transaction:
         column_aliases: Sequence[str] | None = None,
         or_replace: bool = False,
         comment: str | None = None,
+        spark_sql: str | None = None,
     ) -> StagedView:
+        """`sql` in `dialect` is what DuckDB reads; `spark_sql`, when given, is kept in a
+        `spark_sql` tag so this engine runs the text the view was written in."""
         _check_name("view", name)
         staged_schema = self.schema(schema)
         if or_replace and self.has_view(schema, name):
@@ -508,6 +511,7 @@ class Transaction:
             created=True,
             comment=comment,
             comment_changed=comment is not None,
+            spark_sql=spark_sql,
         )
         old = self._views.get((schema, name))
         if old is not None and old.dropped:

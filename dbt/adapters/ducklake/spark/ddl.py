@@ -110,6 +110,7 @@ def _stage(
             dialect="duckdb",
             column_aliases=aliases,
             or_replace=bool(tree.args.get("replace")),
+            spark_sql=view_sql,
         )
     elif isinstance(tree, exp.Alter):
         _alter(tx, tree, default_schema)

@@ -17,9 +17,10 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
-from ..lake.models import Snapshot
+from ..lake.models import Column, Snapshot
 from ..lake.staged import StagedTable
 from ..lake.transaction import Transaction
+from ..lake.types import ColumnSpec
 from .arrow import WriteOptions
 from .types import ducklake_spec, spark_type
 from .write import parse_size, partition_key, partition_plan, time_part, write_data_files
@@ -83,6 +84,10 @@ def _python(value: Any) -> Any:
     return value
 
 
+class NotNullViolation(ValueError):
+    pass
+
+
 def stage_rows(
     lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame, *, keep_row_ids: bool = False
 ) -> None:
@@ -90,6 +95,7 @@ def stage_rows(
 
     With `keep_row_ids` the last column holds ids the rows keep (UPDATE, MERGE).
     """
+    check_not_null(df, table)
     limit = inlining_limit(lake, table)
     if limit > 0:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
@@ -127,25 +133,34 @@ def create_table_as(
     replace: bool = False,
     partition_by: Sequence[tuple[str, str]] | None = None,
     sort_by: Sequence[tuple[str, str, str]] | None = None,
+    columns: Sequence[ColumnSpec] | None = None,
     commit: CommitInfo | None = None,
     tx: Transaction | None = None,
 ) -> Snapshot | None:
     """CREATE [OR REPLACE] TABLE schema.name AS <df>: one snapshot, no moment without it.
 
-    Every operation here stages into `tx` when given (the caller commits), else commits
-    its own snapshot.
+    `columns` (names, types, NOT NULL) declare the table; the query's columns are cast
+    to them by position. Every operation here stages into `tx` when given (the caller
+    commits), else commits its own snapshot.
     """
     own = tx is None
     tx = tx or begin(lake, commit)
+    if columns is not None and len(columns) != len(df.columns):
+        raise ValueError(
+            f"CREATE TABLE {schema}.{name}: {len(columns)} columns declared, the query has "
+            f"{len(df.columns)}"
+        )
     if replace and tx.has_table(schema, name):
         tx.drop_table(schema, name)
     table = tx.create_table(
         schema,
         name,
-        [ducklake_spec(f) for f in df.schema.fields],
+        list(columns) if columns is not None else [ducklake_spec(f) for f in df.schema.fields],
         partition_by=partition_by,
         sort_by=sort_by,
     )
+    if columns is not None:
+        df = _positional(df, table.column_list())
     stage_rows(lake, tx, table, df)
     return finish(tx, own)
 
@@ -175,16 +190,39 @@ def insert_into(
             f"INSERT into {table.qualified_name}: the query has {len(df.columns)} columns, "
             f"the table has {len(names)} ({', '.join(names)})"
         )
-    target = [c.to_column() for c in table.columns]
-    positional = df.toDF(*[f"__ducklake_c{i}" for i in range(len(target))])  # names may repeat
-    df = positional.select(
-        *[F.col(f"__ducklake_c{i}").cast(spark_type(c)).alias(c.name) for i, c in enumerate(target)]
-    )
+    df = _positional(df, [c.to_column() for c in table.columns])
     before = len(tx.data_ops)
     stage_rows(lake, tx, table, df)
     if overwrite:
         _overwrite(lake, tx, table, partitions_only, new_ops=tx.data_ops[before:])
     return finish(tx, own)
+
+
+def _positional(df: DataFrame, target: list[Column]) -> DataFrame:
+    """The query's columns cast to the table's, by position (query names may repeat)."""
+    positional = df.toDF(*[f"__ducklake_c{i}" for i in range(len(target))])
+    return positional.select(
+        *[F.col(f"__ducklake_c{i}").cast(spark_type(c)).alias(c.name) for i, c in enumerate(target)]
+    )
+
+
+def check_not_null(df: DataFrame, table: StagedTable) -> None:
+    """NOT NULL columns are enforced at write: one counting job, no rows to the driver."""
+    required = [c.name for c in table.column_list() if not c.nullable]
+    if not required:
+        return
+    counts = df.select(
+        *[
+            F.count(F.when(F.col(f"`{n}`").isNull(), 1)).alias(f"c{i}")
+            for i, n in enumerate(required)
+        ]
+    ).first()
+    violated = [n for i, n in enumerate(required) if counts is not None and counts[i]]
+    if violated:
+        raise NotNullViolation(
+            f"NOT NULL constraint failed: {table.qualified_name}."
+            f"{', '.join(violated)} would get NULL values; nothing was committed"
+        )
 
 
 def _partition_fields(table: StagedTable) -> tuple[list[tuple[str, str, str]], list[int]]:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
@@ -28,9 +29,9 @@ from ..lake.models import Snapshot
 from ..lake.reader import CatalogReader
 from ..lake.transaction import Transaction
 from .changes import table_changes
-from .ddl import DDLError, run_ddl
+from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
-from .engine import CommitInfo, begin, create_table_as, insert_into
+from .engine import CommitInfo, NotNullViolation, begin, create_table_as, insert_into
 from .merge import When, merge_into
 from .statements import LayoutAlter, StatementError, parse_layout_alter, split_statements
 from .views import scan_relation
@@ -102,12 +103,18 @@ class LakeSQL:
             df = scan_relation(self.spark, self.lake, ref.schema, ref.name, at=ref.at)
             spans.append((ref.start, ref.end, df))
         spans += self._feed_calls(tree, text)
+        edits = [(start, end, self._register(df)) for start, end, df in spans]
+        edits += _text_type_casts(text)
         out = text
-        for start, end, df in sorted(spans, key=lambda s: s[0], reverse=True):
-            view = f"__ducklake_{next(_ids)}"
-            df.createOrReplaceTempView(view)
-            out = out[:start] + view + out[end:]
+        for start, end, replacement in sorted(edits, key=lambda s: s[0], reverse=True):
+            out = out[:start] + replacement + out[end:]
         return out
+
+    @staticmethod
+    def _register(df: DataFrame) -> str:
+        view = f"__ducklake_{next(_ids)}"
+        df.createOrReplaceTempView(view)
+        return view
 
     def _check_unchanged(self, schema: str, name: str, at: int | datetime | None = None) -> None:
         if self._tx is not None and at is None and self._tx.has_changed(schema, name):
@@ -292,8 +299,11 @@ class LakeSQL:
                 )
             return None
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
+            view_sql = _view_text(tree, text)
             try:
-                return run_ddl(self.lake, tree, self.default_schema, self.commit, tx=self._tx)
+                return run_ddl(
+                    self.lake, tree, self.default_schema, self.commit, view_sql, tx=self._tx
+                )
             except DDLError as exc:
                 raise LakeSQLError(str(exc)) from exc
         raise LakeSQLError(
@@ -348,9 +358,13 @@ class LakeSQL:
             if clause is not None:
                 rest = rest[clause.end() :]
                 rest = rest[_balanced_end(rest) :]
-        if isinstance(tree.this, exp.Schema):  # an explicit column list: skip it
+        listed = None
+        if isinstance(tree.this, exp.Schema):  # an explicit column list
             rest = rest[_balanced_end(rest) :]
+            listed = [c.name for c in tree.this.expressions]
         df = self.query(rest)
+        if listed is not None:
+            df = self._by_name(df, schema, name, listed)
         return insert_into(
             self.lake,
             schema,
@@ -362,24 +376,62 @@ class LakeSQL:
             tx=self._tx,
         )
 
+    def _by_name(self, df: DataFrame, schema: str, name: str, listed: list[str]) -> DataFrame:
+        """INSERT INTO t (c, a) …: the query's columns go to the listed ones, by position;
+        unlisted table columns get NULL."""
+        if self._tx is not None and self._tx.has_table(schema, name):
+            table_columns = [c.name for c in self._tx.table(schema, name).columns]
+        else:
+            cat = self.lake.catalog()
+            table_columns = [c.name for c in cat.columns(cat.table(schema, name).table_id)]
+        lowered = [n.lower() for n in listed]
+        unknown = [n for n in listed if n.lower() not in {c.lower() for c in table_columns}]
+        if unknown or len(listed) != len(df.columns) or len(set(lowered)) != len(lowered):
+            raise LakeSQLError(
+                f"INSERT into {schema}.{name}: column list ({', '.join(listed)}) does not match "
+                f"the query's {len(df.columns)} columns or the table's columns "
+                f"({', '.join(table_columns)})"
+            )
+        positional = df.toDF(*[f"__ducklake_c{i}" for i in range(len(listed))])
+        return positional.select(
+            *[
+                F.col(f"__ducklake_c{lowered.index(c.lower())}").alias(c)
+                if c.lower() in lowered
+                else F.lit(None).alias(c)
+                for c in table_columns
+            ]
+        )
+
     def _ctas(self, tree: exp.Create, text: str) -> Snapshot | None:
         table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         if not isinstance(table, exp.Table) or tree.expression is None:
             raise LakeSQLError("CREATE TABLE on the lake needs AS <query>")
         schema = table.db or self.default_schema
-        found = re.compile(r"\bAS\b", re.IGNORECASE).search(text, _end_of(table))
+        start = _end_of(table)
+        columns = None
+        if isinstance(tree.this, exp.Schema):  # declared columns: types and NOT NULL
+            start += _balanced_end(text[start:])
+            try:
+                columns = [column_spec(d) for d in tree.this.expressions]
+            except DDLError as exc:
+                raise LakeSQLError(str(exc)) from exc
+        found = re.compile(r"\bAS\b", re.IGNORECASE).search(text, start)
         if found is None:
             raise LakeSQLError("CREATE TABLE on the lake needs AS <query>")
         df = self.query(text[found.end() :])
-        return create_table_as(
-            self.lake,
-            schema,
-            table.name,
-            df,
-            replace=bool(tree.args.get("replace")),
-            commit=self.commit,
-            tx=self._tx,
-        )
+        try:
+            return create_table_as(
+                self.lake,
+                schema,
+                table.name,
+                df,
+                replace=bool(tree.args.get("replace")),
+                columns=columns,
+                commit=self.commit,
+                tx=self._tx,
+            )
+        except (ValueError, NotNullViolation) as exc:
+            raise LakeSQLError(str(exc)) from exc
 
     def _merge(self, tree: exp.Merge) -> Snapshot | None:
         target = tree.this
@@ -440,6 +492,33 @@ class LakeSQL:
         )
 
 
+def _text_type_casts(text: str) -> list[tuple[int, int, str]]:
+    """`x::text` and `CAST(x AS text)` (PostgreSQL's string type, common in dbt SQL) as
+    Spark's `string`; Spark has no TEXT type, so valid Spark SQL is never changed."""
+    tokens = Spark().tokenizer().tokenize(text)
+    out = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type != TokenType.TEXT or i == 0:
+            continue
+        before = tokens[i - 1].token_type
+        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+        if before == TokenType.DCOLON or (before == TokenType.ALIAS and after == TokenType.R_PAREN):
+            out.append((tok.start, tok.end + 1, "string"))
+    return out
+
+
+def _view_text(tree: exp.Expression, text: str) -> str | None:
+    """The query of CREATE VIEW … AS <query>, as written (None for other statements)."""
+    if not isinstance(tree, exp.Create) or str(tree.args.get("kind") or "").upper() != "VIEW":
+        return None
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    start = _end_of(target)
+    if isinstance(tree.this, exp.Schema):  # a column alias list
+        start += _balanced_end(text[start:])
+    found = re.compile(r"\bAS\b", re.IGNORECASE).search(text, start)
+    return text[found.end() :].strip() if found is not None else None
+
+
 def _end_of(table: exp.Expression) -> int:
     """Offset just after a table reference's name in the original text."""
     return int(table.this.meta["end"]) + 1
@@ -463,7 +542,11 @@ def _balanced_end(text: str) -> int:
 
 
 def _parse(text: str) -> exp.Expression:
-    statements = [s for s in sqlglot.parse(text, read="spark") if s is not None]
+    try:
+        parsed = sqlglot.parse(text, read="spark")
+    except sqlglot.errors.ParseError as exc:  # its first line names the problem and place
+        raise LakeSQLError(f"SQL syntax error: {str(exc).splitlines()[0]}") from exc
+    statements = [s for s in parsed if s is not None]
     if len(statements) != 1:
         raise LakeSQLError(f"expected one SQL statement, got {len(statements)}")
     tree = statements[0]

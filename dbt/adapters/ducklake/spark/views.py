@@ -51,7 +51,10 @@ def _view(
     if depth > MAX_VIEW_DEPTH:
         raise ValueError(f"view {schema}.{name}: views nest deeper than {MAX_VIEW_DEPTH} levels")
     view = cat.view(schema, name)
-    tree = sqlglot.parse_one(view.sql, read=view.dialect or "duckdb")
+    if view.spark_sql:  # created here: run the text it was written in
+        tree = sqlglot.parse_one(view.spark_sql, read="spark")
+    else:
+        tree = sqlglot.parse_one(view.sql, read=view.dialect or "duckdb")
     cte_names = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for table in list(tree.find_all(exp.Table)):
         if not table.name or (not table.db and table.name.lower() in cte_names):
