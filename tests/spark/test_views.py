@@ -64,3 +64,41 @@ def test_views_created_here_keep_their_spark_text(spark, sqlite_catalog: Catalog
     theirs = sorted(con.execute("SELECT * FROM lake.main.v").fetchall())
     assert ours == theirs == [(i, i * 1.5, "2024/03") for i in range(5)]
     con.close()
+
+
+def test_drop_cascade_drops_the_views_reading_it_in_one_snapshot(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE SCHEMA other")
+    sql.execute("CREATE TABLE t AS SELECT id FROM range(0, 3)")
+    sql.execute("CREATE TABLE keep AS SELECT id FROM range(0, 3)")
+    sql.execute("CREATE VIEW direct AS SELECT id FROM t WHERE id > 0")
+    sql.execute("CREATE VIEW other.nested AS SELECT count(*) AS n FROM main.direct")
+    sql.execute("CREATE VIEW unrelated AS SELECT id AS t FROM keep")  # a column named t
+    sql.execute("CREATE VIEW plain AS SELECT id FROM t")
+    before = lake.latest_snapshot().snapshot_id
+    sql.execute("DROP VIEW plain")  # without CASCADE nothing else goes
+    sql.execute("DROP TABLE t CASCADE")
+    after = lake.latest_snapshot()
+    assert after.snapshot_id == before + 2
+    names = {(v.schema_name, v.name) for v in lake.catalog().views()}
+    assert names == {("main", "unrelated")}
+    assert lake.catalog().find_table("main", "t") is None
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    changes = con.execute(
+        f"SELECT changes FROM lake.snapshots() WHERE snapshot_id = {after.snapshot_id}"
+    ).fetchone()
+    assert changes is not None
+    old = lake.catalog(before)
+    ids = {v.name: str(v.view_id) for v in old.views()}
+    table = old.find_table("main", "t")
+    assert table is not None
+    assert {k: sorted(v) for k, v in changes[0].items()} == {
+        "tables_dropped": [str(table.table_id)],
+        "views_dropped": sorted([ids["direct"], ids["nested"]]),
+    }
+    assert con.execute("SELECT count(*) FROM lake.main.unrelated").fetchone() == (3,)
+    con.close()

@@ -196,10 +196,16 @@ class DucklakeAdapter(SQLAdapter):
     # -- seeds ----------------------------------------------------------------------------
     @available
     def load_seed(
-        self, relation: BaseRelation, agate_table: Any, column_types: dict[str, str]
+        self,
+        relation: BaseRelation,
+        agate_table: Any,
+        column_types: dict[str, str],
+        full_refresh: bool = False,
     ) -> str:
         """Create (or replace) the seed's table from its CSV in one snapshot: the agate
-        table is written to a temporary CSV that Spark reads with the resolved types."""
+        table is written to a temporary CSV that Spark reads with the resolved types.
+        A full refresh also drops the views that read the seed (DROP … CASCADE), as
+        dbt documents for seeds."""
         handle = self._handle()
         names = list(agate_table.column_names)
         types = [column_types[n] for n in names]
@@ -215,7 +221,10 @@ class DucklakeAdapter(SQLAdapter):
             )
             view = f"__ducklake_seed_{abs(hash((relation.schema, relation.identifier)))}"
             cast.createOrReplaceTempView(view)
-            handle.sql.execute(f"CREATE OR REPLACE TABLE {relation} AS SELECT * FROM {view}")
+            create = f"CREATE OR REPLACE TABLE {relation} AS SELECT * FROM {view}"
+            if full_refresh:
+                create = f"BEGIN; DROP TABLE IF EXISTS {relation} CASCADE; {create}; COMMIT"
+            handle.sql.execute(create)
             handle.spark.catalog.dropTempView(view)
         return ""
 

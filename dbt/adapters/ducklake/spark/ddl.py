@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
 from sqlglot import exp
 
 from ..lake.lake import Lake
@@ -81,6 +82,8 @@ def _stage(
     elif isinstance(tree, exp.Drop) and kind in ("TABLE", "VIEW"):
         for t in tree.args.get("tables") or [tree.this]:
             schema, name = _names(t, default_schema)
+            if tree.args.get("cascade"):
+                _drop_dependent_views(tx, schema, name)
             if kind == "TABLE":
                 tx.drop_table(schema, name, if_exists=bool(tree.args.get("exists")))
             else:
@@ -120,6 +123,41 @@ def _stage(
         raise DDLError(
             f"statement kind {type(tree).__name__.upper()} {kind} is not supported on the lake yet"
         )
+
+
+def _drop_dependent_views(tx: Transaction, schema: str, name: str) -> None:
+    """DROP … CASCADE: DuckLake records no view dependencies, so the views reading the
+    object (directly or through other views) are found by parsing their SQL, and
+    dropped in the same snapshot."""
+    gone = {(schema.lower(), name.lower())}
+    views = [v for v in tx.catalog.views() if tx.has_view(v.schema_name, v.name)]
+    refs = {
+        (v.schema_name, v.name): _references(v.spark_sql, v.sql, v.dialect, v.schema_name)
+        for v in views
+    }
+    changed = True
+    while changed:
+        changed = False
+        for (vs, vn), reads in refs.items():
+            key = (vs.lower(), vn.lower())
+            if key not in gone and reads & gone:
+                gone.add(key)
+                tx.drop_view(vs, vn)
+                changed = True
+
+
+def _references(
+    spark_sql: str | None, sql: str, dialect: str | None, schema: str
+) -> set[tuple[str, str]]:
+    try:
+        tree = (
+            sqlglot.parse_one(spark_sql, read="spark")
+            if spark_sql
+            else sqlglot.parse_one(sql, read=dialect or "duckdb")
+        )
+    except sqlglot.errors.ParseError:
+        return set()  # a view we cannot parse is left alone
+    return {((t.db or schema).lower(), t.name.lower()) for t in tree.find_all(exp.Table) if t.name}
 
 
 def _alter(tx: Transaction, tree: exp.Alter, default_schema: str) -> None:

@@ -17,8 +17,9 @@
   {%- endif -%}
 {%- endmacro %}
 
-{#- COMMENT ON statements for persist_docs; `column_names` are the relation's columns
-    (documented columns it does not have are left out, as dbt does). -#}
+{#- COMMENT ON statements for persist_docs; `column_names` are the relation's columns.
+    DuckLake has no column comments on views (DuckDB refuses them too), so a view gets
+    its relation comment only. -#}
 {% macro ducklake__docs_statements(relation, column_names) -%}
   {%- set out = [] -%}
   {%- set kind = 'view' if relation.type == 'view' else 'table' -%}
@@ -26,8 +27,9 @@
     {%- do out.append('comment on ' ~ kind ~ ' ' ~ relation ~ ' is ' ~ ducklake__string_literal(model.description)) -%}
   {%- endif -%}
   {%- if config.persist_column_docs() and model.columns and kind == 'table' -%}
-    {%- set present = (column_names or []) | map('lower') | list -%}
-    {%- for name, column in model.columns.items() if column.description and name | lower in present -%}
+    {#- warns about documented columns the table lacks, and leaves them out -#}
+    {%- set present = validate_doc_columns(relation, model.columns, column_names or []) -%}
+    {%- for name, column in present.items() if column.description -%}
       {%- do out.append('comment on column ' ~ relation ~ '.' ~ adapter.quote(name) ~ ' is ' ~ ducklake__string_literal(column.description)) -%}
     {%- endfor -%}
   {%- endif -%}

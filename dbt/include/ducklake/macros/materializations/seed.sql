@@ -9,15 +9,16 @@
   {{ return(types) }}
 {%- endmacro %}
 
-{% macro ducklake__create_csv_table(model, agate_table) -%}
+{% macro ducklake__create_csv_table(model, agate_table, full_refresh=false) -%}
   {{ ducklake__set_commit_context('seed') }}
   {%- set relation = this.incorporate(type='table') -%}
-  {%- do adapter.load_seed(relation, agate_table, ducklake__seed_column_types(model, agate_table)) -%}
+  {%- set types = ducklake__seed_column_types(model, agate_table) -%}
+  {%- do adapter.load_seed(relation, agate_table, types, full_refresh) -%}
   {{ return('-- ' ~ relation ~ ' written from the seed file by Spark') }}
 {%- endmacro %}
 
 {% macro ducklake__reset_csv_table(model, full_refresh, old_relation, agate_table) -%}
-  {{ return(ducklake__create_csv_table(model, agate_table)) }}
+  {{ return(ducklake__create_csv_table(model, agate_table, full_refresh)) }}
 {%- endmacro %}
 
 {% macro ducklake__load_csv_rows(model, agate_table) -%}
