@@ -45,6 +45,7 @@ _TIME_TRAVEL = re.compile(
 _LEADING_COMMENTS = re.compile(r"^(?:\s*(?:/\*.*?\*/|--[^\n]*(?:\n|$)))*\s*", re.DOTALL)
 _BEGIN = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 _COMMIT = re.compile(r"^\s*(COMMIT|END)(\s+(TRANSACTION|WORK))?\s*$", re.I)
+_SESSION = re.compile(r"^\s*(SET|RESET)\b", re.I)  # Spark session settings
 _ROLLBACK = re.compile(r"^\s*(ROLLBACK|ABORT)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 FEED_FUNCTIONS = {
     f"{prefix}table_{feed}": feed
@@ -251,6 +252,9 @@ class LakeSQL:
             return tx.commit() if tx is not None else None
         if _ROLLBACK.match(bare):
             self._tx = None
+            return None
+        if _SESSION.match(bare):
+            self.spark.sql(bare)  # SET key=value, SET TIME ZONE …: not lake statements
             return None
         try:
             layout = parse_layout_alter(bare)

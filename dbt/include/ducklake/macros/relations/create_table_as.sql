@@ -10,6 +10,7 @@
   {%- if temporary -%}
     create or replace temporary view {{ relation.identifier }} as {{ compiled_code }}
   {%- else -%}
+    {{ ducklake__sql_header() }}
     {%- set contract_config = config.get('contract') -%}
     {%- if contract_config.enforced -%}
       {{ get_assert_columns_equivalent(compiled_code) }}
