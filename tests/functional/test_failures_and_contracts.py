@@ -1,10 +1,15 @@
-"""A model that fails leaves its table exactly as it was (same latest snapshot for it,
-same rows); an enforced contract declares the columns and NOT NULL is checked at write."""
+"""A model that fails — SQL error, contract mismatch, NOT NULL violation, killed Spark
+job — leaves its table exactly as it was (same latest snapshot for it, same rows); an
+enforced contract declares the columns and NOT NULL is checked at write."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from dbt.tests.util import relation_from_name, run_dbt, write_file
+from pyspark import SparkContext
 
 from dbt.adapters.ducklake.lake import Lake
 
@@ -69,3 +74,33 @@ class TestFailedBuildsChangeNothing:
         result = run_dbt(["run"], expect_pass=False)
         assert "contract" in result.results[0].message.lower()
         assert self._state(project, lake) == before
+
+        # a Spark job killed while the build runs: the build fails, nothing is committed
+        write_file(SLOW, project.project_root, "models", "m.sql")
+        killer = threading.Thread(target=_cancel_first_job, daemon=True)
+        killer.start()
+        result = run_dbt(["run"], expect_pass=False)
+        killer.join(timeout=60)
+        assert "cancel" in result.results[0].message.lower()
+        assert self._state(project, lake) == before
+
+
+# about 10 s per partition: each row sleeps 50 ms inside the Spark job
+SLOW = (
+    "select cast(id as int) as id, "
+    "concat('slow', reflect('java.lang.Thread', 'sleep', cast(50 as bigint))) as name "
+    "from range(0, 400, 1, 2)"
+)
+
+
+def _cancel_first_job() -> None:
+    """Wait for the build's first Spark job to be running, then kill every job."""
+    sc = SparkContext._active_spark_context
+    assert sc is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sc.statusTracker().getActiveJobsIds():
+            time.sleep(1.0)
+            sc.cancelAllJobs()
+            return
+        time.sleep(0.1)

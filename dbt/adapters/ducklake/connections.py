@@ -8,6 +8,7 @@ send an explicit `BEGIN; …; COMMIT` block the engine commits at once.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -21,6 +22,7 @@ from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from pyspark.sql import DataFrame
 
+from .__version__ import version as adapter_version
 from .credentials import DucklakeCredentials
 from .lake.connect import parse_metadata
 from .lake.lake import Lake
@@ -107,6 +109,20 @@ class LakeHandle:
             author=self.credentials.author, message=message, extra_info=extra_info
         )
 
+    def ensure_commit_context(self, connection_name: str | None, target: str | None) -> None:
+        """Snapshots written outside a node's build (hooks, run-operation, schema
+        creation) still name the run: the command, the connection, the invocation id."""
+        if self.sql.commit.message is not None:
+            return
+        from dbt.flags import get_flags
+
+        command = getattr(get_flags(), "WHICH", None) or "command"
+        name = connection_name or "?"
+        self.set_commit(
+            f"dbt {command} {name}",
+            commit_extra_info(target, connection=name, command=command),
+        )
+
     def cursor(self) -> LakeCursor:
         return LakeCursor(self)
 
@@ -118,8 +134,31 @@ class LakeHandle:
         self.rollback()
 
 
+def commit_extra_info(target: str | None, **fields: str) -> str:
+    """The JSON extra info of a snapshot dbt writes: always the invocation id, the
+    target and the versions; `fields` say which node or operation wrote it."""
+    from dbt.version import __version__ as dbt_version
+    from dbt_common.invocation import get_invocation_id
+
+    extra = {
+        "invocation_id": get_invocation_id(),
+        "target": target,
+        "dbt_version": dbt_version,
+        "adapter_version": adapter_version,
+        **fields,
+    }
+    return json.dumps(extra, sort_keys=True)
+
+
 class DucklakeConnectionManager(SQLConnectionManager):
     TYPE = "ducklake"
+
+    def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        connection = self.get_thread_connection()
+        if isinstance(connection.handle, LakeHandle):
+            target = getattr(self.profile, "target_name", None)
+            connection.handle.ensure_commit_context(connection.name, target)
+        return super().add_query(sql, *args, **kwargs)
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

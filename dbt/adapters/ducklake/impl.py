@@ -7,7 +7,6 @@ snapshot they write carries the author, a commit message and extra info naming t
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -21,10 +20,9 @@ from dbt.adapters.sql import SQLAdapter
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 
-from .__version__ import version as adapter_version
 from .catalog import CATALOG_COLUMNS, catalog_rows
 from .column import DucklakeColumn
-from .connections import DucklakeConnectionManager, LakeHandle
+from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
 from .lake.errors import CatalogNotFoundError
 from .relation import DucklakeRelation
 from .spark.types import spark_type
@@ -167,25 +165,16 @@ class DucklakeAdapter(SQLAdapter):
 
     # -- commit info --------------------------------------------------------------------
     @available
-    def set_commit_context(
-        self, node: Any, action: str, message: str | None = None, invocation_id: str = ""
-    ) -> str:
+    def set_commit_context(self, node: Any, action: str, message: str | None = None) -> str:
         """Make the next snapshots of this connection carry this node's commit info;
         `action` is the materialization (and strategy), e.g. `incremental merge`."""
-        from dbt.version import __version__ as dbt_version
-
         unique_id = _get(node, "unique_id") or "?"
         verb = {"seed": "seed", "snapshot": "snapshot"}.get(_get(node, "resource_type"), "run")
-        extra = {
-            "invocation_id": invocation_id,
-            "unique_id": unique_id,
-            "materialization": action,
-            "target": getattr(self.config, "target_name", None),
-            "dbt_version": dbt_version,
-            "adapter_version": adapter_version,
-        }
+        extra = commit_extra_info(
+            getattr(self.config, "target_name", None), unique_id=unique_id, materialization=action
+        )
         text = message or f"dbt {verb} {unique_id} ({action})"
-        self._handle().set_commit(text, json.dumps(extra, sort_keys=True))
+        self._handle().set_commit(text, extra)
         return ""
 
     @available

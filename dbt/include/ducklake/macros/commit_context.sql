@@ -1,5 +1,5 @@
 {#- Every snapshot a node writes names the run: author (profile), a commit message
     (config `commit_message` overrides the default) and JSON extra info. -#}
 {% macro ducklake__set_commit_context(action) -%}
-  {%- do adapter.set_commit_context(model, action, config.get('commit_message'), invocation_id) -%}
+  {%- do adapter.set_commit_context(model, action, config.get('commit_message')) -%}
 {%- endmacro %}

@@ -1,5 +1,5 @@
 {% macro ducklake__create_schema(relation) -%}
-  {%- do adapter.set_commit_context({'unique_id': relation.schema, 'resource_type': 'schema'}, 'create schema', 'dbt create schema ' ~ relation.schema, invocation_id) -%}
+  {%- do adapter.set_commit_context({'unique_id': relation.schema, 'resource_type': 'schema'}, 'create schema', 'dbt create schema ' ~ relation.schema) -%}
   {% call statement('create_schema') -%}
     create schema if not exists {{ relation.without_identifier() }}
   {%- endcall %}
