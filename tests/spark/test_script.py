@@ -15,7 +15,9 @@ from dbt.adapters.ducklake.spark.statements import (
     split_statements,
 )
 from tests import duck
+from tests.canon import canon_rows
 from tests.conftest import Catalog
+from tests.spark.test_roundtrip import _spark_rows
 
 
 def test_split_statements_respects_strings_and_comments() -> None:
@@ -109,3 +111,57 @@ def test_postgres_text_casts_become_spark_strings(spark, sqlite_catalog: Catalog
     query = "SELECT 1::text AS a, cast(2 AS TEXT) AS b, 'x::text' AS text"
     assert sql.rewrite(query) == "SELECT 1::string AS a, cast(2 AS string) AS b, 'x::text' AS text"
     assert tuple(sql.query(query).first()) == ("1", "2", "x::text")
+
+
+def test_create_table_with_layout_is_laid_out_from_its_first_snapshot(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    before = lake.latest_snapshot().snapshot_id
+    sql.execute(
+        "/* dbt */ CREATE OR REPLACE TABLE main.events PARTITIONED BY (year(ts), region) "
+        "SORTED BY (amount DESC NULLS FIRST) AS SELECT CAST(id % 3 AS INT) AS region, "
+        "CAST(id AS DOUBLE) AS amount, TIMESTAMP_NTZ '2023-06-01' + make_interval(id % 2) AS ts "
+        "FROM range(0, 1200)"
+    )
+    assert lake.latest_snapshot().snapshot_id == before + 1
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    meta = "__ducklake_metadata_lake"
+    assert con.execute(
+        f"SELECT partition_key_index, transform FROM {meta}.ducklake_partition_column "
+        "ORDER BY partition_key_index"
+    ).fetchall() == [(0, "year"), (1, "identity")]
+    values = con.execute(
+        f"SELECT data_file_id, list(partition_value ORDER BY partition_key_index) "
+        f"FROM {meta}.ducklake_file_partition_value GROUP BY data_file_id"
+    ).fetchall()
+    assert sorted(v for _, v in values) == sorted(
+        [str(y), str(r)] for y in (2023, 2024) for r in range(3)
+    )
+    assert con.execute(
+        f"SELECT expression, sort_direction, null_order FROM {meta}.ducklake_sort_expression"
+    ).fetchall() == [("amount", "DESC", "NULLS_FIRST")]
+    # each file is written in the table's sort order
+    table_dir = f"{sqlite_catalog.data_path}main/events/"
+    for file_id, _ in values:
+        path = con.execute(
+            f"SELECT path FROM {meta}.ducklake_data_file WHERE data_file_id = {file_id}"
+        ).fetchone()
+        assert path is not None
+        amounts = [
+            r[0]
+            for r in con.execute(
+                f"SELECT amount FROM read_parquet('{table_dir}{path[0]}')"
+            ).fetchall()
+        ]
+        assert amounts == sorted(amounts, reverse=True)
+    ours = canon_rows(_spark_rows(sql.query("SELECT * FROM events")))
+    theirs = canon_rows(con.execute("SELECT * FROM lake.main.events").fetchall())
+    assert ours == theirs and len(ours) == 1200
+    with pytest.raises(LakeSQLError, match=r"accepted: col, year\(col\)"):
+        sql.execute("CREATE TABLE bad PARTITIONED BY (week(ts)) AS SELECT 1 AS ts")
+    with pytest.raises(LakeSQLError, match="need AS <query>"):
+        sql.execute("CREATE TABLE empty (id INT) PARTITIONED BY (id)")
+    con.close()

@@ -24,6 +24,7 @@ from .catalog import CATALOG_COLUMNS, catalog_rows
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
 from .lake.errors import CatalogNotFoundError
+from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
 from .spark.types import spark_type
 from .spark.views import scan_relation
@@ -33,7 +34,9 @@ from .spark.views import scan_relation
 class DucklakeConfig(AdapterConfig):
     commit_message: str | None = None
     partition_by: list[str] | str | None = None
+    partitioned_by: list[str] | str | None = None
     sorted_by: list[str] | str | None = None
+    sort_by: list[str] | str | None = None
     merge_update_columns: list[str] | None = None
     merge_exclude_columns: list[str] | None = None
 
@@ -163,6 +166,22 @@ class DucklakeAdapter(SQLAdapter):
         names = {c.column_id: c.name for c in cat.columns(table.table_id)}  # type: ignore[union-attr]
         return [names[f.column_id] for f in spec.fields if f.column_id in names]
 
+    # -- layout (partition_by / sorted_by) ----------------------------------------------
+    @available
+    def layout_clauses(self, model: Any) -> str:
+        """`partitioned by (…) sorted by (…)` for the CREATE TABLE building `model`."""
+        return model_layout(
+            _get(model, "unique_id") or "?", _get(model, "config") or {}
+        ).create_clauses()
+
+    @available
+    def layout_alters(self, relation: BaseRelation, model: Any) -> list[str]:
+        """ALTERs an incremental run needs because the layout config changed."""
+        layout = _layout(model)
+        assert relation.schema is not None and relation.identifier is not None
+        cat = self._handle().lake.catalog()
+        return layout_alters(layout, cat, relation.schema, relation.identifier, str(relation))
+
     # -- commit info --------------------------------------------------------------------
     @available
     def set_commit_context(self, node: Any, action: str, message: str | None = None) -> str:
@@ -256,6 +275,13 @@ class DucklakeAdapter(SQLAdapter):
             except OSError as exc:
                 raise DbtRuntimeError(f"data_path {root!r} is not writable: {exc}") from exc
         self.execute("select 1 as id")  # the Spark session runs a query
+
+
+def _layout(model: Any) -> Layout:
+    config = _get(model, "config") or {}
+    return model_layout(
+        _get(model, "unique_id") or "?", config if isinstance(config, dict) else config.to_dict()
+    )
 
 
 def _get(node: Any, key: str) -> Any:

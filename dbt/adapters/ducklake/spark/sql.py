@@ -33,7 +33,14 @@ from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
 from .engine import CommitInfo, NotNullViolation, begin, create_table_as, insert_into
 from .merge import When, merge_into
-from .statements import LayoutAlter, StatementError, parse_layout_alter, split_statements
+from .statements import (
+    CreateLayout,
+    LayoutAlter,
+    StatementError,
+    extract_create_layout,
+    parse_layout_alter,
+    split_statements,
+)
 from .views import scan_relation
 
 _ids = itertools.count()
@@ -262,6 +269,18 @@ class LakeSQL:
             raise LakeSQLError(str(exc)) from exc
         if layout is not None:
             return self._layout(layout)
+        try:
+            create_layout = extract_create_layout(bare)
+        except StatementError as exc:
+            raise LakeSQLError(str(exc)) from exc
+        if create_layout is not None:
+            tree = _parse(create_layout.text)
+            if not isinstance(tree, exp.Create) or tree.expression is None:
+                raise LakeSQLError(
+                    "PARTITIONED BY / SORTED BY in CREATE TABLE need AS <query>; for an empty "
+                    "table use ALTER TABLE … SET PARTITIONED BY / SET SORTED BY"
+                )
+            return self._ctas(tree, create_layout.text, create_layout)
         tree = _parse(text)
         if isinstance(tree, exp.Query):
             return self.query(text)
@@ -406,7 +425,9 @@ class LakeSQL:
             ]
         )
 
-    def _ctas(self, tree: exp.Create, text: str) -> Snapshot | None:
+    def _ctas(
+        self, tree: exp.Create, text: str, layout: CreateLayout | None = None
+    ) -> Snapshot | None:
         table = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         if not isinstance(table, exp.Table) or tree.expression is None:
             raise LakeSQLError("CREATE TABLE on the lake needs AS <query>")
@@ -431,6 +452,8 @@ class LakeSQL:
                 df,
                 replace=bool(tree.args.get("replace")),
                 columns=columns,
+                partition_by=layout.partition if layout else None,
+                sort_by=layout.sort if layout else None,
                 commit=self.commit,
                 tx=self._tx,
             )

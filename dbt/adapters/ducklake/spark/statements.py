@@ -10,6 +10,7 @@ Layout items use DuckLake's spelling, also accepted from dbt configs: partition 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import sqlglot
@@ -94,28 +95,27 @@ def parse_layout_alter(text: str) -> LayoutAlter | None:
     )
 
 
-def split_top_level(text: str) -> list[str]:
-    """Comma-separated items, ignoring commas inside parentheses and quotes."""
-    items: list[str] = []
-    current: list[str] = []
+def _depths(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, parenthesis depth after it) for characters outside quotes."""
     depth, quote = 0, ""
-    for ch in text:
+    for i in range(start, len(text)):
+        ch = text[i]
         if quote:
             quote = "" if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append("".join(current).strip())
-            current = []
             continue
-        current.append(ch)
-    last = "".join(current).strip()
-    if last:
-        items.append(last)
+        if ch in "'\"`":
+            quote = ch
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        yield i, ch, depth
+
+
+def split_top_level(text: str) -> list[str]:
+    """Comma-separated items, ignoring commas inside parentheses and quotes."""
+    cuts = [i for i, ch, depth in _depths(text) if ch == "," and depth == 0]
+    items = [text[a + 1 : b].strip() for a, b in zip([-1, *cuts], [*cuts, len(text)], strict=True)]
+    if items and not items[-1]:
+        items.pop()  # a trailing comma
     return items
 
 
@@ -145,6 +145,17 @@ def partition_fields(items: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _is_expression(text: str) -> bool:
+    """One SQL expression (a column or, as DuckLake allows, an expression of columns)."""
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError:
+        return False
+    return isinstance(tree, sqlglot.exp.Expression) and not isinstance(
+        tree, sqlglot.exp.Alias | sqlglot.exp.Query
+    )
+
+
 def sort_fields(items: list[str]) -> list[tuple[str, str, str]]:
     """`["a DESC NULLS LAST", "b"]` -> `[("a", "DESC", "NULLS_LAST"), ("b", "ASC", ...)]`.
 
@@ -153,7 +164,7 @@ def sort_fields(items: list[str]) -> list[tuple[str, str, str]]:
     out = []
     for item in items:
         m = _SORT.match(item.strip())
-        if m is None or not m["expr"].strip():
+        if m is None or not _is_expression(m["expr"]):
             raise StatementError(f"sort key {item!r} is not understood; accepted: {SORT_FORM}")
         direction = (m["dir"] or "ASC").upper()
         nulls = f"NULLS_{(m['nulls'] or 'LAST').upper()}"
@@ -161,3 +172,60 @@ def sort_fields(items: list[str]) -> list[tuple[str, str, str]]:
     if not out:
         raise StatementError("SORTED BY needs at least one key (or use RESET)")
     return out
+
+
+_CREATE_TABLE = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"(?:`[^`]*`|\"[^\"]*\"|[\w.])+\s*",
+    re.IGNORECASE,
+)
+_LAYOUT_CLAUSE = re.compile(r"(PARTITIONED|SORTED)\s+BY\s*\(", re.IGNORECASE)
+
+
+@dataclass
+class CreateLayout:
+    text: str  # the statement without its layout clauses
+    partition: list[tuple[str, str]] | None
+    sort: list[tuple[str, str, str]] | None
+
+
+def extract_create_layout(text: str) -> CreateLayout | None:
+    """`CREATE TABLE t [(cols)] PARTITIONED BY (…) SORTED BY (…) AS …`: the layout
+    clauses taken out (a table gets its layout in the snapshot that creates it), or
+    None when `text` has none."""
+    m = _CREATE_TABLE.match(text)
+    if m is None:
+        return None
+    pos = m.end()
+    if text.startswith("(", pos):  # declared columns
+        pos += _balanced_length(text, pos)
+    start = pos
+    found: dict[str, list[str]] = {}
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        clause = _LAYOUT_CLAUSE.match(text, pos)
+        if clause is None:
+            break
+        what = clause[1].upper()
+        if what in found:
+            raise StatementError(f"CREATE TABLE: {what} BY given twice")
+        open_at = clause.end() - 1
+        length = _balanced_length(text, open_at)
+        found[what] = split_top_level(text[open_at + 1 : open_at + length - 1])
+        pos = open_at + length
+    if not found:
+        return None
+    return CreateLayout(
+        text=text[:start] + " " + text[pos:],
+        partition=partition_fields(found["PARTITIONED"]) if "PARTITIONED" in found else None,
+        sort=sort_fields(found["SORTED"]) if "SORTED" in found else None,
+    )
+
+
+def _balanced_length(text: str, open_at: int) -> int:
+    """Length of the parenthesised group opening at `open_at` (quotes respected)."""
+    for i, ch, depth in _depths(text, open_at):
+        if ch == ")" and depth == 0:
+            return i - open_at + 1
+    raise StatementError("unbalanced parentheses in CREATE TABLE")

@@ -3,6 +3,7 @@
     `VERSION AS OF <that snapshot>`. Changes are staged as a Spark temporary view. -#}
 {% materialization snapshot, adapter='ducklake' %}
   {%- set strategy_name = config.get('strategy') -%}
+  {%- do adapter.layout_clauses(model) -%}  {#- layout configs checked before any SQL -#}
   {%- set target_relation_exists, target_relation = get_or_create_relation(
         database=model.database, schema=model.schema,
         identifier=model.get('alias', model.get('name')), type='table') -%}

@@ -1,6 +1,7 @@
 {% materialization table, adapter='ducklake' %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
+  {%- do adapter.layout_clauses(model) -%}  {#- layout configs checked before any SQL -#}
 
   {{ run_hooks(pre_hooks) }}
   {{ ducklake__set_commit_context('table') }}

@@ -2,6 +2,7 @@
     and no moment where the old table is gone and the new one not there yet.
     With an enforced contract the columns are declared (names, types, NOT NULL) and the
     engine checks NOT NULL while writing: a violation fails and commits nothing.
+    `partition_by` / `sorted_by` lay the table out in the same snapshot.
     `temporary` relations are Spark temporary views: they never reach the lake. -#}
 {% macro ducklake__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if language != 'sql' -%}
@@ -15,9 +16,11 @@
     {%- if contract_config.enforced -%}
       {{ get_assert_columns_equivalent(compiled_code) }}
       create or replace table {{ relation }} {{ get_table_columns_and_constraints() }}
+      {{ adapter.layout_clauses(model) }}
       as {{ get_select_subquery(compiled_code) }}
     {%- else -%}
-      create or replace table {{ relation }} as {{ compiled_code }}
+      create or replace table {{ relation }} {{ adapter.layout_clauses(model) }}
+      as {{ compiled_code }}
     {%- endif -%}
   {%- endif -%}
 {%- endmacro %}

@@ -18,6 +18,15 @@
     {% call statement('stage_new_rows') -%}
       {{ create_table_as(True, temp_relation, compiled_code) }}
     {%- endcall %}
+    {%- set layout_alters = adapter.layout_alters(existing_relation, model) -%}
+    {%- if layout_alters -%}
+      {#- the partition_by / sorted_by config changed: one altered_table snapshot;
+          files already written keep their layout and stay readable -#}
+      {{ ducklake__set_commit_context('incremental layout change') }}
+      {% call statement('layout_change') -%}
+        begin; {{ layout_alters | join('; ') }}; commit
+      {%- endcall %}
+    {%- endif -%}
     {{ ducklake__set_commit_context('incremental ' ~ strategy) }}
     {%- set dest_columns = process_schema_changes(on_schema_change, temp_relation, existing_relation) -%}
     {%- if not dest_columns -%}
@@ -57,6 +66,7 @@
   {%- if on_change not in accepted_changes -%}
     {{ exceptions.raise_compiler_error("ducklake: model " ~ this ~ ": on_schema_change '" ~ on_change ~ "' is not supported; accepted: " ~ accepted_changes | join(', ')) }}
   {%- endif -%}
+  {%- do adapter.layout_clauses(model) -%}
   {%- if strategy == 'microbatch' and not config.get('event_time') -%}
     {{ exceptions.raise_compiler_error("ducklake: model " ~ this ~ ": incremental_strategy 'microbatch' needs config event_time") }}
   {%- endif -%}

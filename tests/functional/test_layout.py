@@ -1,0 +1,122 @@
+"""partition_by / sorted_by on dbt models: laid out in the snapshot that creates the
+table, altered once when the config of an incremental model changes (never on an
+unchanged run), refused before any SQL when invalid."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+
+from dbt.adapters.ducklake.lake import Lake
+from tests import duck
+
+EVENTS = """
+{{{{ config(materialized='incremental', incremental_strategy='append', {layout}) }}}}
+select cast(id as int) as id, cast(id % 3 as int) as region,
+       date_add(date '2024-01-30', cast(id % 5 as int)) as day
+from range({start}, {start} + 300)
+{{% if is_incremental() %}} where true {{% endif %}}
+"""
+
+TABLE = """
+{{ config(materialized='table', partitioned_by=['region'], sort_by=['id desc']) }}
+select cast(id as int) as id, cast(id % 2 as int) as region from range(0, 200)
+"""
+
+
+def _events(layout: str, start: int) -> str:
+    return EVENTS.format(layout=layout, start=start)
+
+
+class TestLayoutConfigs:
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {
+            "events.sql": _events("partition_by=['region'], sorted_by=['day desc']", 0),
+            "laid_out.sql": TABLE,
+        }
+
+    def test_layout_from_creation_and_altered_once(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        run_dbt(["run"])
+        lake = Lake.open(dbt_profile_target["metadata"])
+        con = duck.connect()
+        meta = "__ducklake_metadata_lake"
+        path = dbt_profile_target["metadata"].removeprefix("sqlite:///")
+
+        def spec(table: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+            tid = lake.catalog().table(project.test_schema, table).table_id
+            duck.attach(con, f"sqlite:{path}")
+            try:
+                parts = con.execute(
+                    f"SELECT c.column_name, p.transform FROM {meta}.ducklake_partition_column p "
+                    f"JOIN {meta}.ducklake_column c USING (table_id, column_id) "
+                    f"JOIN {meta}.ducklake_partition_info i USING (partition_id, table_id) "
+                    f"WHERE table_id = {tid} AND c.end_snapshot IS NULL AND i.end_snapshot IS NULL "
+                    "ORDER BY p.partition_key_index"
+                ).fetchall()
+                sort = con.execute(
+                    f"SELECT e.expression, e.sort_direction FROM {meta}.ducklake_sort_expression e "
+                    f"JOIN {meta}.ducklake_sort_info i USING (sort_id, table_id) "
+                    f"WHERE table_id = {tid} AND i.end_snapshot IS NULL ORDER BY e.sort_key_index"
+                ).fetchall()
+            finally:
+                con.execute("DETACH lake")
+            return parts, sort
+
+        assert spec("events") == ([("region", "identity")], [("day", "DESC")])
+        assert spec("laid_out") == ([("region", "identity")], [("id", "DESC")])
+        # one snapshot per model build, layout included
+        built = [s for s in lake.snapshots() if s.commit_message]
+        assert sorted(
+            s.commit_message for s in built if "create schema" not in s.commit_message
+        ) == [
+            "dbt run model.test.events (incremental append create)",
+            "dbt run model.test.laid_out (table)",
+        ]
+
+        # an unchanged config never alters the table
+        before = lake.latest_snapshot().snapshot_id
+        run_dbt(["run", "-s", "events"])
+        new = lake.snapshots(since=before)
+        assert [s.commit_message for s in new] == ["dbt run model.test.events (incremental append)"]
+
+        # a changed config: one altered_table snapshot, then the data; old files still read
+        write_file(
+            _events("partition_by=['month(day)', 'region'], sorted_by=['id']", 1000),
+            project.project_root,
+            "models",
+            "events.sql",
+        )
+        before = lake.latest_snapshot().snapshot_id
+        run_dbt(["run", "-s", "events"])
+        new = lake.snapshots(since=before)
+        assert [s.commit_message for s in new] == [
+            "dbt run model.test.events (incremental layout change)",
+            "dbt run model.test.events (incremental append)",
+        ]
+        assert {c.kind for c in new[0].changes} == {"altered_table"}
+        assert spec("events") == ([("day", "month"), ("region", "identity")], [("id", "ASC")])
+        duck.attach(con, f"sqlite:{path}")
+        values = con.execute(
+            f"SELECT list(v.partition_value ORDER BY v.partition_key_index) "
+            f"FROM {meta}.ducklake_file_partition_value v JOIN {meta}.ducklake_data_file f "
+            f"USING (data_file_id) WHERE f.begin_snapshot = {new[1].snapshot_id} "
+            "GROUP BY v.data_file_id"
+        ).fetchall()
+        assert sorted(v[0] for v in values) == sorted(
+            [m, str(r)] for m in ("1", "2") for r in range(3)
+        )
+        rows = con.execute(
+            f"SELECT count(*), count(DISTINCT id) FROM lake.{project.test_schema}.events"
+        ).fetchone()
+        assert rows == (900, 600)  # 2 runs of ids 0-299, one of 1000-1299
+        con.close()
+
+        # an invalid value is refused before any SQL runs on the lake
+        write_file(
+            _events("partition_by=['week(day)']", 0), project.project_root, "models", "events.sql"
+        )
+        before = lake.latest_snapshot().snapshot_id
+        _, log = run_dbt_and_capture(["run", "-s", "events"], expect_pass=False)
+        assert "config partition_by" in log and "accepted: col, year(col), month(col)" in log
+        assert lake.latest_snapshot().snapshot_id == before
