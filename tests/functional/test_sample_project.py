@@ -89,6 +89,24 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
     ).fetchall() == [("order_date", "ASC")]
     con.close()
 
+    # dbt docs generate: every relation in the catalog, tables with row counts
+    docs = dbtRunner().invoke(
+        ["docs", "generate", "--project-dir", str(project), "--profiles-dir", str(project)]
+    )
+    assert docs.success, docs.exception
+    catalog = json.loads((project / "target" / "catalog.json").read_text())
+    found = {
+        f"{n['metadata']['schema']}.{n['metadata']['name']}": n
+        for group in ("nodes", "sources")
+        for n in catalog[group].values()
+    }
+    assert set(found) == set(RELATIONS)
+    assert found["shop.customer_revenue"]["stats"]["rows"]["value"] == len(
+        sql.query("SELECT * FROM shop.customer_revenue").collect()
+    )
+    assert found["shop.stg_orders"]["metadata"]["type"] == "VIEW"
+    assert found["shop.daily_revenue"]["metadata"]["comment"].startswith("Revenue per day")
+
     # new orders arrive; a placed order ships
     orders = project / "seeds" / "orders.csv"
     text = orders.read_text().replace(

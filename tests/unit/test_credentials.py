@@ -33,3 +33,23 @@ def test_defaults() -> None:
 def test_bad_profiles_name_the_field(change: dict, message: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(DbtConfigError, match=message):
         DucklakeCredentials.from_dict({**BASE, **change})
+
+
+def test_dbt_init_template_answers_make_a_valid_profile() -> None:
+    """`dbt init` asks what profile_template.yml prompts; its defaults (plus a schema)
+    must be a working profile."""
+    import os
+
+    import yaml
+
+    import dbt.include.ducklake as include
+
+    path = os.path.join(os.path.dirname(include.__file__), "profile_template.yml")
+    with open(path) as fp:
+        template = yaml.safe_load(fp)
+    answers = {k: v["default"] for k, v in template["prompts"].items() if "default" in v}
+    profile = {**template["fixed"], **answers, "schema": "shop"}
+    assert profile.pop("type") == "ducklake" and profile.pop("threads") == 4
+    creds = DucklakeCredentials.from_dict(profile)
+    assert set(template["prompts"]) - {"threads"} <= set(creds.to_dict())
+    assert creds.metadata == "sqlite:///lake/metadata.sqlite" and creds.data_path == "lake/data"
