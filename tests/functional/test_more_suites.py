@@ -1,6 +1,5 @@
-"""More dbt-tests-adapter suites, subclassed: dbt show, aliases, caching, empty,
-store_failures. Not wired in: BaseCachingUppercaseModel (names keep their case in
-DuckLake, so dbt's case-insensitive cache finds an "approximate match") and
+"""More dbt-tests-adapter suites, subclassed: dbt show, aliases, caching (unquoted names
+match case-insensitively, as DuckDB resolves them), empty, store_failures. Not wired in:
 BaseTestEmptySeedFlag (`dbt seed --empty` needs dbt-core 1.12, which cannot be installed
 here)."""
 
@@ -14,6 +13,7 @@ from dbt.tests.adapter.aliases.test_aliases import (
 from dbt.tests.adapter.caching.test_caching import (
     BaseCachingLowercaseModel,
     BaseCachingSelectedSchemaOnly,
+    BaseCachingUppercaseModel,
     BaseNoPopulateCache,
 )
 from dbt.tests.adapter.dbt_show.test_dbt_show import (
@@ -57,6 +57,10 @@ class TestSameAliasDifferentSchemas(BaseSameAliasDifferentSchemas):
 
 
 class TestCachingLowercaseModel(BaseCachingLowercaseModel):
+    pass
+
+
+class TestCachingUppercaseModel(BaseCachingUppercaseModel):
     pass
 
 

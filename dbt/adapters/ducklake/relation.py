@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dbt.adapters.base.relation import BaseRelation, Policy
+from dbt.adapters.base.relation import BaseRelation, ComponentName, Policy
 
 
 @dataclass
@@ -33,3 +33,10 @@ class DucklakeRelation(BaseRelation):
     is_iceberg: bool = False
     information: str | None = None
     require_alias: bool = False
+
+    def _is_exactish_match(self, field: ComponentName, value: str) -> bool:
+        """Unquoted names match case-insensitively, as DuckDB resolves DuckLake names:
+        a table created as `MODEL` is the model `model`."""
+        if self.quote_policy.get_part(field) is False:
+            return self.path.get_lowered_part(field) == value.lower()
+        return self.path.get_part(field) == value
