@@ -28,7 +28,7 @@ from .lake.connect import parse_metadata
 from .lake.lake import Lake
 from .lake.models import Snapshot
 from .spark.engine import CommitInfo
-from .spark.session import get_session
+from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
 
 logger = AdapterLogger("DuckLake")
@@ -51,6 +51,7 @@ class LakeCursor:
                 "the ducklake adapter does not take query bindings; seeds load through "
                 "Spark DataFrames"
             )
+        label_jobs(self.handle.spark, self.handle.job_group, self.handle.job_group)
         result = self.handle.sql.execute(sql)
         self._df, self.snapshot, self.description = None, None, None
         if isinstance(result, DataFrame):
@@ -85,6 +86,7 @@ class LakeHandle:
 
     def __init__(self, credentials: DucklakeCredentials):
         self.credentials = credentials
+        self.job_group = "dbt"  # the dbt connection's name once it runs SQL
         location = parse_metadata(credentials.metadata)
         if location.backend == "sqlite" and credentials.data_path:
             # the embedded default: a new project's lake folder is created on first use
@@ -158,6 +160,7 @@ class DucklakeConnectionManager(SQLConnectionManager):
         if isinstance(connection.handle, LakeHandle):
             target = getattr(self.profile, "target_name", None)
             connection.handle.ensure_commit_context(connection.name, target)
+            connection.handle.job_group = connection.name or "dbt"
         return super().add_query(sql, *args, **kwargs)
 
     @classmethod
@@ -191,6 +194,8 @@ class DucklakeConnectionManager(SQLConnectionManager):
     def cancel(self, connection: Connection) -> None:
         handle = connection.handle
         if isinstance(handle, LakeHandle):
+            # dbt cancels on Ctrl-C: stop this connection's Spark jobs, drop its block
+            cancel_jobs(handle.spark, handle.job_group)
             handle.rollback()
 
     @classmethod

@@ -112,3 +112,30 @@ def stop_session() -> None:
         if _session is not None:
             _session.stop()
         _session, _session_config = None, None
+
+
+def label_jobs(spark: SparkSession, group: str, description: str) -> None:
+    """Spark jobs started by this thread from now on belong to `group` (shown in the
+    Spark UI with `description`), so `cancel_jobs` can stop exactly them."""
+    if _is_connect(spark):
+        spark.clearTags()
+        spark.addTag(_tag(group))
+    else:
+        spark.sparkContext.setJobGroup(_tag(group), description, interruptOnCancel=True)
+
+
+def cancel_jobs(spark: SparkSession, group: str) -> None:
+    """Stop the running jobs of `group` (their statements fail; nothing commits)."""
+    if _is_connect(spark):
+        spark.interruptTag(_tag(group))
+    else:
+        spark.sparkContext.cancelJobGroup(_tag(group))
+
+
+def _tag(group: str) -> str:
+    # Spark Connect tags may not contain commas
+    return "dbt-" + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in group)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
