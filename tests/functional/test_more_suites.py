@@ -1,7 +1,8 @@
 """More dbt-tests-adapter suites, subclassed: dbt show, aliases, caching (unquoted names
 match case-insensitively, as DuckDB resolves them), empty, store_failures. Not wired in:
 BaseTestEmptySeedFlag (`dbt seed --empty` needs dbt-core 1.12, which cannot be installed
-here)."""
+here); BaseEphemeralMulti and BaseEphemeralNested (they compare the compiled file to
+PostgreSQL's exact `create view "dbt"."test_test_ephemeral"…` text, with no hook)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dbt.tests.adapter.empty.test_empty import (
     BaseTestEmpty,
     BaseTestEmptyInlineSourceRef,
 )
+from dbt.tests.adapter.ephemeral.test_ephemeral import BaseEphemeralErrorHandling
 from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import (
     BaseStoreTestFailures,
     BaseStoreTestFailuresLimit,
@@ -85,4 +87,8 @@ class TestStoreTestFailures(BaseStoreTestFailures):
 
 
 class TestStoreTestFailuresLimit(BaseStoreTestFailuresLimit):
+    pass
+
+
+class TestEphemeralErrorHandling(BaseEphemeralErrorHandling):
     pass

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from dbt.artifacts.schemas.catalog import CatalogTable
+from dbt_common.contracts.metadata import ColumnMetadata, StatsItem, TableMetadata
 from pyspark.sql import SparkSession
 
 from .lake.lake import Lake
@@ -35,15 +37,23 @@ CATALOG_COLUMNS = (
 
 
 def catalog_rows(
-    spark: SparkSession, lake: Lake, database: str, schemas: Iterable[str]
+    spark: SparkSession,
+    lake: Lake,
+    database: str,
+    schemas: Iterable[str],
+    only: str | None = None,
 ) -> list[tuple[Any, ...]]:
-    """One row per column of every table and view in `schemas` (names compared
-    case-insensitively, as dbt does)."""
+    """One row per column of every table and view in `schemas`, or of the one named
+    `only` (names compared case-insensitively, as dbt does)."""
     wanted = {s.lower() for s in schemas}
+
+    def chosen(schema: str, name: str) -> bool:
+        return schema.lower() in wanted and (only is None or name.lower() == only.lower())
+
     cat = lake.catalog()
     with cat.session():
-        tables = [t for t in cat.tables() if t.schema_name.lower() in wanted]
-        views = [v for v in cat.views() if v.schema_name.lower() in wanted]
+        tables = [t for t in cat.tables() if chosen(t.schema_name, t.name)]
+        views = [v for v in cat.views() if chosen(v.schema_name, v.name)]
         columns = cat.all_columns()
         stats = cat.all_table_stats()
     rows: list[tuple[Any, ...]] = []
@@ -100,3 +110,37 @@ def catalog_rows(
                 )
             )
     return rows
+
+
+def catalog_table(rows: list[tuple[Any, ...]]) -> CatalogTable | None:
+    """The rows of one relation (from `catalog_rows`) as dbt's CatalogTable."""
+    if not rows:
+        return None
+    first = dict(zip(CATALOG_COLUMNS, rows[0], strict=True))
+    metadata = TableMetadata(
+        type=first["table_type"],
+        schema=first["table_schema"],
+        name=first["table_name"],
+        database=first["table_database"],
+        comment=first["table_comment"],
+        owner=first["table_owner"],
+    )
+    columns = {r[6]: ColumnMetadata(type=r[8], index=r[7], name=r[6], comment=r[9]) for r in rows}
+    stats: dict[str, StatsItem] = {}
+    for key in ("rows", "bytes"):
+        label, value, description, include = (first[f"stats:{key}:{p}"] for p in _STAT_PARTS)
+        if include:
+            stats[key] = StatsItem(
+                id=key, label=label, value=value, include=True, description=description
+            )
+    stats["has_stats"] = StatsItem(
+        id="has_stats",
+        label="Has Stats?",
+        value=bool(stats),
+        include=False,
+        description="Indicates whether there are statistics for this table",
+    )
+    return CatalogTable(metadata=metadata, columns=columns, stats=stats)
+
+
+_STAT_PARTS = ("label", "value", "description", "include")

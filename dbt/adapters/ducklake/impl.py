@@ -17,10 +17,11 @@ from dbt.adapters.base.impl import AdapterConfig, ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.sql import SQLAdapter
+from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 
-from .catalog import CATALOG_COLUMNS, catalog_rows
+from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
 from .lake.errors import CatalogNotFoundError
@@ -247,6 +248,19 @@ class DucklakeAdapter(SQLAdapter):
         return table_from_data_flat(
             [dict(zip(CATALOG_COLUMNS, r, strict=True)) for r in rows], list(CATALOG_COLUMNS)
         )
+
+    def get_catalog_for_single_relation(self, relation: BaseRelation) -> CatalogTable | None:
+        """One relation's catalog entry (columns, comments, stats) from lake metadata."""
+        handle = self._handle()
+        assert relation.schema is not None and relation.identifier is not None
+        rows = catalog_rows(
+            handle.spark,
+            handle.lake,
+            self.config.credentials.database,
+            [relation.schema],
+            only=relation.identifier,
+        )
+        return catalog_table(rows)
 
     # -- tests and debug ---------------------------------------------------------------
     def run_sql_for_tests(self, sql: str, fetch: str, conn: Any) -> Any:
