@@ -120,3 +120,38 @@ class TestLayoutConfigs:
         _, log = run_dbt_and_capture(["run", "-s", "events"], expect_pass=False)
         assert "config partition_by" in log and "accepted: col, year(col), month(col)" in log
         assert lake.latest_snapshot().snapshot_id == before
+
+
+GROWING = """
+{{{{ config(materialized='incremental', unique_key='id', on_schema_change='{mode}') }}}}
+select cast(id as int) as id{extra} from range({start}, {start} + 20)
+"""
+
+
+class TestSchemaChangeIsPartOfTheBuildSnapshot:
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"grows.sql": GROWING.format(mode="append_new_columns", extra="", start=0)}
+
+    def test_on_schema_change_commits_with_the_data(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        run_dbt(["run"])
+        lake = Lake.open(dbt_profile_target["metadata"])
+        write_file(
+            GROWING.format(mode="append_new_columns", extra=", concat('n', id) as note", start=10),
+            project.project_root,
+            "models",
+            "grows.sql",
+        )
+        before = lake.latest_snapshot().snapshot_id
+        run_dbt(["run"])
+        new = lake.snapshots(since=before)
+        assert [s.commit_message for s in new] == ["dbt run model.test.grows (incremental merge)"]
+        kinds = {c.kind for c in new[0].changes}
+        assert "altered_table" in kinds and kinds & {"inserted_into_table", "inlined_insert"}
+        con = duck.connect()
+        duck.attach(con, f"sqlite:{dbt_profile_target['metadata'].removeprefix('sqlite:///')}")
+        rows = con.execute(
+            f"SELECT id, note FROM lake.{project.test_schema}.grows ORDER BY id"
+        ).fetchall()
+        assert rows == [(i, None) for i in range(10)] + [(i, f"n{i}") for i in range(10, 30)]
+        con.close()

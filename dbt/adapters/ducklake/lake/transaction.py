@@ -255,6 +255,18 @@ class Transaction:
         view = self._views.get((schema, name))
         return view is not None and (view.created or view.dropped)
 
+    def has_new_rows_or_identity(self, schema: str, name: str) -> bool:
+        """Whether the table was created, dropped, renamed or had rows changed here: a
+        later statement reading it from the base snapshot would then miss the change
+        (column ADD/DROP alone do not count: readers conform to the new columns)."""
+        for t in self._table_order:
+            if t.schema.name != schema or name not in (t.base_name, t.name):
+                continue
+            moved = t.created or t.dropped or t.name != t.base_name
+            if moved or any(op.table is t for op in self.data_ops):
+                return True
+        return False
+
     def has_table(self, schema: str, name: str) -> bool:
         try:
             self.table(schema, name)

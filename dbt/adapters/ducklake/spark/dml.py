@@ -43,11 +43,26 @@ def _condition(condition: str | SparkColumn | None) -> SparkColumn:
     return F.expr(condition) if isinstance(condition, str) else condition
 
 
-def _target(spark: SparkSession, lake: Lake, tx: Transaction, schema: str, name: str) -> DataFrame:
-    # the rows as of the transaction's base snapshot, with lineage and file positions
-    return scan_table(
-        spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True
-    )
+def target_rows(
+    spark: SparkSession, lake: Lake, tx: Transaction, schema: str, name: str
+) -> DataFrame:
+    """The rows as of the transaction's base snapshot, with lineage and file positions,
+    in the columns the transaction gives the table: a column the transaction added
+    reads as NULL (DuckLake's rule for files written before it), so DML may follow
+    ADD/DROP COLUMN in one snapshot."""
+    table = tx.table(schema, name)
+    base_names = {cid: c.name for cid, c in table.base_columns.items()}
+    df = scan_table(spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True)
+    for col in table.column_list():
+        if col.column_id in base_names and base_names[col.column_id] != col.name:
+            raise ValueError(
+                f"{table.qualified_name}: column {base_names[col.column_id]!r} was renamed to "
+                f"{col.name!r} in this transaction; change its rows before the rename or "
+                "after COMMIT"
+            )
+        if col.column_id not in base_names:
+            df = df.withColumn(col.name, F.lit(None).cast(spark_type(col)))
+    return df
 
 
 def delete_where(
@@ -64,7 +79,7 @@ def delete_where(
     own = tx is None
     tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
-    victims = _target(spark, lake, tx, schema, name).where(_condition(condition))
+    victims = target_rows(spark, lake, tx, schema, name).where(_condition(condition))
     stage_deletes(spark, lake, tx, table, victims)
     return finish(tx, own)
 
@@ -92,7 +107,7 @@ def update_where(
                 f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
                 f"{', '.join(c.name for c in columns)}"
             )
-    matched = _target(spark, lake, tx, schema, name).where(_condition(condition))
+    matched = target_rows(spark, lake, tx, schema, name).where(_condition(condition))
     matched = matched.persist()
     try:
         exprs = {

@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
 from ..lake.transaction import Transaction
-from .dml import stage_deletes
+from .dml import stage_deletes, target_rows
 from .engine import CommitInfo, begin, finish, stage_rows
-from .scan import FILE_ID_COL, POS_COL, scan_table
+from .scan import FILE_ID_COL, POS_COL
 from .types import spark_type
 
 KINDS = ("matched", "not_matched", "not_matched_by_source")
@@ -76,9 +76,7 @@ def merge_into(
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
-    target = scan_table(
-        spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True
-    ).withColumn("__ducklake_t", F.lit(True))
+    target = target_rows(spark, lake, tx, schema, name).withColumn("__ducklake_t", F.lit(True))
     src = source.withColumn("__ducklake_s", F.lit(True))
     joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
     t_in = F.col("__ducklake_t").isNotNull()

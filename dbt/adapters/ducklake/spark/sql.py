@@ -7,7 +7,8 @@ text by a temporary view of its scan; so are the change-feed table functions
 `table_changes('t', start, end)`, `table_insertions`, `table_deletions`. CTE names, Spark
 temp views and non-lake tables are left alone. INSERT / CREATE TABLE AS / DELETE /
 UPDATE / MERGE / DDL on lake tables run as engine operations, each one snapshot, or all
-together as one snapshot between BEGIN and COMMIT.
+together as one snapshot between BEGIN and COMMIT (a nested BEGIN … COMMIT joins the
+enclosing block).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class LakeSQL:
         self.catalog_name = catalog_name
         self.commit = commit or CommitInfo()
         self._tx: Transaction | None = None
+        self._depth = 0  # nesting of BEGIN … COMMIT inside the open block
 
     @property
     def in_transaction(self) -> bool:
@@ -124,8 +126,17 @@ class LakeSQL:
         df.createOrReplaceTempView(view)
         return view
 
-    def _check_unchanged(self, schema: str, name: str, at: int | datetime | None = None) -> None:
-        if self._tx is not None and at is None and self._tx.has_changed(schema, name):
+    def _check_unchanged(
+        self, schema: str, name: str, at: int | datetime | None = None, *, dml: bool = False
+    ) -> None:
+        """Statements of a block read the lake as of BEGIN: reading a table the block
+        already changed is refused. A DML target may follow ADD/DROP COLUMN (its rows
+        are read in the new columns), not a change of its rows."""
+        if self._tx is None or at is not None:
+            return
+        tx = self._tx
+        changed = tx.has_new_rows_or_identity(schema, name) if dml else tx.has_changed(schema, name)
+        if changed:
             raise LakeSQLError(
                 f"{schema}.{name} was changed earlier in this transaction block; reading it "
                 "again before COMMIT is not supported (the block sees the state at BEGIN). "
@@ -243,22 +254,27 @@ class LakeSQL:
                 result = self._statement(statement)
             except Exception:
                 if self._tx is not None:
-                    self._tx = None  # nothing of the block was written
+                    self._tx, self._depth = None, 0  # nothing of the block was written
                 raise
         return result
 
     def _statement(self, text: str) -> DataFrame | Snapshot | None:
         bare = _LEADING_COMMENTS.sub("", text)  # dbt prefixes a /* query comment */
         if _BEGIN.match(bare):
-            if self._tx is not None:
-                raise LakeSQLError("BEGIN inside a transaction block; COMMIT or ROLLBACK first")
-            self._tx = begin(self.lake, self.commit)
+            # a block opened inside a block joins it: one snapshot at the outer COMMIT
+            if self._tx is None:
+                self._tx, self._depth = begin(self.lake, self.commit), 0
+            self._depth += 1
             return None
         if _COMMIT.match(bare):
+            self._depth -= 1
+            if self._tx is None or self._depth > 0:
+                self._depth = max(self._depth, 0)
+                return None
             tx, self._tx = self._tx, None
-            return tx.commit() if tx is not None else None
+            return tx.commit()
         if _ROLLBACK.match(bare):
-            self._tx = None
+            self._tx, self._depth = None, 0
             return None
         if _SESSION.match(bare):
             self.spark.sql(bare)  # SET key=value, SET TIME ZONE …: not lake statements
@@ -348,7 +364,7 @@ class LakeSQL:
         schema = table.db or self.default_schema
         if self._tx is not None and self._tx.has_table(schema, table.name):
             if reads:
-                self._check_unchanged(schema, table.name)
+                self._check_unchanged(schema, table.name, dml=True)
             return schema, table.name
         if self.lake.catalog().find_table(schema, table.name) is None:
             raise LakeSQLError(f"lake table {schema}.{table.name} does not exist")

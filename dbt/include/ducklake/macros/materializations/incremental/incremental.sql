@@ -1,6 +1,6 @@
 {#- Each build is one DuckLake snapshot: the new rows are staged as a Spark temporary
-    view, then one statement (or one BEGIN … COMMIT block) applies the strategy.
-    Column additions/removals for on_schema_change are DuckLake ALTERs (no rewrite). -#}
+    view, then one BEGIN … COMMIT block applies on_schema_change's column ALTERs
+    (DuckLake ALTERs, no rewrite) and the strategy's statements together. -#}
 {% materialization incremental, adapter='ducklake' %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
@@ -28,6 +28,8 @@
       {%- endcall %}
     {%- endif -%}
     {{ ducklake__set_commit_context('incremental ' ~ strategy) }}
+    {#- column ALTERs (on_schema_change) and the data change: one snapshot -#}
+    {% call statement('begin_build') -%} begin {%- endcall %}
     {%- set dest_columns = process_schema_changes(on_schema_change, temp_relation, existing_relation) -%}
     {%- if not dest_columns -%}
       {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
@@ -45,6 +47,9 @@
   {% call statement('main') -%}
     {{ build_sql }}
   {%- endcall %}
+  {%- if not full_refresh -%}
+    {% call statement('commit_build') -%} commit {%- endcall %}
+  {%- endif %}
 
   {%- if not full_refresh -%}
     {% call statement('drop_staged_rows') -%}
