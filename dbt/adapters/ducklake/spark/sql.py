@@ -54,6 +54,7 @@ _LEADING_COMMENTS = re.compile(r"^(?:\s*(?:/\*.*?\*/|--[^\n]*(?:\n|$)))*\s*", re
 _BEGIN = re.compile(r"^\s*(BEGIN|START\s+TRANSACTION)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 _COMMIT = re.compile(r"^\s*(COMMIT|END)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 _SESSION = re.compile(r"^\s*(SET|RESET)\b", re.I)  # Spark session settings
+_EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+(?:EXTENDED|FORMATTED|CODEGEN|COST))?\s+", re.I)
 _ROLLBACK = re.compile(r"^\s*(ROLLBACK|ABORT)(\s+(TRANSACTION|WORK))?\s*$", re.I)
 FEED_FUNCTIONS = {
     f"{prefix}table_{feed}": feed
@@ -276,6 +277,10 @@ class LakeSQL:
         if _ROLLBACK.match(bare):
             self._tx, self._depth = None, 0
             return None
+        if (explain := _EXPLAIN.match(bare)) is not None:
+            # the plan Spark would run, lake tables resolved (nothing is executed)
+            mode = explain.group(1) or ""
+            return self.spark.sql(f"EXPLAIN{mode} {self.rewrite(bare[explain.end() :])}")
         if _SESSION.match(bare):
             self.spark.sql(bare)  # SET key=value, SET TIME ZONE …: not lake statements
             return None

@@ -24,13 +24,13 @@
   {%- set out = [] -%}
   {%- set kind = 'view' if relation.type == 'view' else 'table' -%}
   {%- if config.persist_relation_docs() and model.description -%}
-    {%- do out.append('comment on ' ~ kind ~ ' ' ~ relation ~ ' is ' ~ ducklake__string_literal(model.description)) -%}
+    {%- do out.append('comment on ' ~ kind ~ ' ' ~ relation ~ ' is ' ~ ducklake__comment_literal(model.description)) -%}
   {%- endif -%}
   {%- if config.persist_column_docs() and model.columns and kind == 'table' -%}
     {#- warns about documented columns the table lacks, and leaves them out -#}
     {%- set present = validate_doc_columns(relation, model.columns, column_names or []) -%}
     {%- for name, column in present.items() if column.description -%}
-      {%- do out.append('comment on column ' ~ relation ~ '.' ~ adapter.quote(name) ~ ' is ' ~ ducklake__string_literal(column.description)) -%}
+      {%- do out.append('comment on column ' ~ relation ~ '.' ~ adapter.quote(name) ~ ' is ' ~ ducklake__comment_literal(column.description)) -%}
     {%- endfor -%}
   {%- endif -%}
   {{ return(out) }}
