@@ -128,10 +128,26 @@ select cast(id as int) as id{extra} from range({start}, {start} + 20)
 """
 
 
+DOCS = """
+version: 2
+models:
+  - name: grows
+    description: {what}
+    config:
+      persist_docs: {{relation: true, columns: true}}
+    columns:
+      - name: id
+        description: the key
+"""
+
+
 class TestSchemaChangeIsPartOfTheBuildSnapshot:
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
-        return {"grows.sql": GROWING.format(mode="append_new_columns", extra="", start=0)}
+        return {
+            "grows.sql": GROWING.format(mode="append_new_columns", extra="", start=0),
+            "grows.yml": DOCS.format(what="first words"),
+        }
 
     def test_on_schema_change_commits_with_the_data(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
         run_dbt(["run"])
@@ -142,6 +158,7 @@ class TestSchemaChangeIsPartOfTheBuildSnapshot:
             "models",
             "grows.sql",
         )
+        write_file(DOCS.format(what="second words"), project.project_root, "models", "grows.yml")
         before = lake.latest_snapshot().snapshot_id
         run_dbt(["run"])
         new = lake.snapshots(since=before)
@@ -154,4 +171,16 @@ class TestSchemaChangeIsPartOfTheBuildSnapshot:
             f"SELECT id, note FROM lake.{project.test_schema}.grows ORDER BY id"
         ).fetchall()
         assert rows == [(i, None) for i in range(10)] + [(i, f"n{i}") for i in range(10, 30)]
+        # the changed description was written in the same snapshot
+        comment = con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE database_name = 'lake' "
+            f"AND schema_name = '{project.test_schema}' AND table_name = 'grows'"
+        ).fetchone()
+        assert comment == ("second words",)
         con.close()
+
+        # unchanged docs and columns: the next run changes rows only
+        before = lake.latest_snapshot().snapshot_id
+        run_dbt(["run"])
+        new = lake.snapshots(since=before)
+        assert len(new) == 1 and "altered_table" not in {c.kind for c in new[0].changes}

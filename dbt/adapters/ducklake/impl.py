@@ -167,6 +167,18 @@ class DucklakeAdapter(SQLAdapter):
         names = {c.column_id: c.name for c in cat.columns(table.table_id)}  # type: ignore[union-attr]
         return [names[f.column_id] for f in spec.fields if f.column_id in names]
 
+    @available
+    def current_comments(self, relation: BaseRelation) -> dict[str, str | None]:
+        """The table's comment (key '') and its columns' (lower-cased names)."""
+        cat = self._handle().lake.catalog()
+        assert relation.schema is not None and relation.identifier is not None
+        table = cat.find_table(relation.schema, relation.identifier)
+        if table is None:
+            return {}
+        comments: dict[str, str | None] = {"": table.comment}
+        comments.update({c.name.lower(): c.comment for c in cat.columns(table.table_id)})
+        return comments
+
     # -- layout (partition_by / sorted_by) ----------------------------------------------
     @available
     def layout_clauses(self, model: Any) -> str:

@@ -20,16 +20,19 @@
 {#- COMMENT ON statements for persist_docs; `column_names` are the relation's columns.
     DuckLake has no column comments on views (DuckDB refuses them too), so a view gets
     its relation comment only. -#}
-{% macro ducklake__docs_statements(relation, column_names) -%}
+{% macro ducklake__docs_statements(relation, column_names, current=none) -%}
+  {#- `current`: the comments the table has ({'': table comment, column: comment});
+      given on incremental runs, only comments that changed are written -#}
   {%- set out = [] -%}
+  {%- set have = current or {} -%}
   {%- set kind = 'view' if relation.type == 'view' else 'table' -%}
-  {%- if config.persist_relation_docs() and model.description -%}
+  {%- if config.persist_relation_docs() and model.description and (current is none or have.get('') != model.description) -%}
     {%- do out.append('comment on ' ~ kind ~ ' ' ~ relation ~ ' is ' ~ ducklake__comment_literal(model.description)) -%}
   {%- endif -%}
   {%- if config.persist_column_docs() and model.columns and kind == 'table' -%}
     {#- warns about documented columns the table lacks, and leaves them out -#}
     {%- set present = validate_doc_columns(relation, model.columns, column_names or []) -%}
-    {%- for name, column in present.items() if column.description -%}
+    {%- for name, column in present.items() if column.description and (current is none or have.get(name | lower) != column.description) -%}
       {%- do out.append('comment on column ' ~ relation ~ '.' ~ adapter.quote(name) ~ ' is ' ~ ducklake__comment_literal(column.description)) -%}
     {%- endfor -%}
   {%- endif -%}

@@ -48,6 +48,12 @@
     {{ build_sql }}
   {%- endcall %}
   {%- if not full_refresh -%}
+    {#- persist_docs: comments that changed since the table was built, same snapshot -#}
+    {%- set docs = ducklake__docs_statements(target_relation, dest_columns | map(attribute='name') | list,
+                                             adapter.current_comments(target_relation)) -%}
+    {%- if docs -%}
+      {% call statement('persist_docs') -%} {{ docs | join(';\n') }} {%- endcall %}
+    {%- endif -%}
     {% call statement('commit_build') -%} commit {%- endcall %}
   {%- endif %}
 
