@@ -7,6 +7,7 @@ snapshot they write carries the author, a commit message and extra info naming t
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -195,6 +196,64 @@ class DucklakeAdapter(SQLAdapter):
         cat = self._handle().lake.catalog()
         return layout_alters(layout, cat, relation.schema, relation.identifier, str(relation))
 
+    @available
+    def layout_items(self, verb: str, keys: Any) -> list[str]:
+        """The keys of a layout macro, checked like the model configs."""
+        if verb.startswith("reset"):
+            return []
+        option = "partition_by" if "partitioned" in verb else "sorted_by"
+        layout = model_layout(f"ducklake_{verb.replace(' ', '_')}", {option: keys})
+        return list(layout.partition_items if option == "partition_by" else layout.sort_items)
+
+    # -- time travel by run, history ---------------------------------------------------
+    @available
+    def snapshot_of_run(self, relation: BaseRelation, invocation_id: str) -> int:
+        """The snapshot the dbt run `invocation_id` left `relation` at: its last snapshot
+        of that run that changed the relation."""
+        found = [
+            s.snapshot_id
+            for s in self._touching(relation)
+            if _json(s.commit_extra_info).get("invocation_id") == invocation_id
+        ]
+        if not found:
+            raise DbtRuntimeError(
+                f"ducklake.at: no snapshot of {relation} was written by dbt invocation "
+                f"{invocation_id!r}"
+            )
+        return max(found)
+
+    @available
+    def snapshot_history(self, relation: Any = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest `limit` snapshots (of `relation`, a relation or 'schema.name')."""
+        if relation is None:
+            snaps = self._handle().lake.snapshots()
+        else:
+            if isinstance(relation, str):
+                schema, _, name = relation.rpartition(".")
+                relation = self.Relation.create(schema=schema or None, identifier=name)
+            snaps = self._touching(relation)
+        return [
+            {
+                "snapshot_id": s.snapshot_id,
+                "time": s.snapshot_time.isoformat(timespec="seconds"),
+                "author": s.author,
+                "message": s.commit_message,
+                "node": _json(s.commit_extra_info).get("unique_id"),
+            }
+            for s in sorted(snaps, key=lambda s: s.snapshot_id, reverse=True)[:limit]
+        ]
+
+    def _touching(self, relation: BaseRelation) -> list[Any]:
+        lake = self._handle().lake
+        schema, name = relation.schema or self.config.credentials.schema, relation.identifier
+        ids = {str(i) for i in lake.catalog().table_ids_ever(schema, name or "")}
+        created = {f"{schema}.{name}".lower()}
+        return [
+            s
+            for s in lake.snapshots()
+            if any(c.value in ids or c.value.replace('"', "").lower() in created for c in s.changes)
+        ]
+
     # -- commit info --------------------------------------------------------------------
     @available
     def set_commit_context(self, node: Any, action: str, message: str | None = None) -> str:
@@ -308,6 +367,14 @@ def _layout(model: Any) -> Layout:
     return model_layout(
         _get(model, "unique_id") or "?", config if isinstance(config, dict) else config.to_dict()
     )
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _get(node: Any, key: str) -> Any:

@@ -239,6 +239,20 @@ class CatalogReader:
             for r in rows
         ]
 
+    def table_ids_ever(self, schema: str, name: str) -> set[int]:
+        """Ids of every table named schema.name in the lake's history (a replaced table
+        gets a new id), up to this snapshot."""
+        rows = self._query(
+            f"""SELECT DISTINCT t.table_id FROM {self._t("ducklake_table")} t
+                JOIN {self._t("ducklake_schema")} s ON s.schema_id = t.schema_id
+                WHERE lower(t.table_name) = lower(:name) AND lower(s.schema_name) = lower(:schema)
+                  AND t.begin_snapshot <= :snap""",
+            name=name,
+            schema=schema,
+            snap=self.snapshot_id,
+        )
+        return {r.table_id for r in rows}
+
     def table(self, schema: str, name: str) -> TableInfo:
         for t in self.tables(schema):
             if t.name == name:

@@ -1,0 +1,28 @@
+{#- Layout changes for hooks and run-operation, each one snapshot (altered_table):
+      dbt run-operation ducklake_set_partitioned_by --args '{relation: shop.events, keys: ["month(ts)"]}'
+      post_hook: "{{ ducklake_set_sorted_by(this, ['ts desc']) }}" -#}
+{% macro ducklake_set_partitioned_by(relation, keys) -%}
+  {{ ducklake__layout(relation, 'set partitioned by', keys) }}
+{%- endmacro %}
+
+{% macro ducklake_set_sorted_by(relation, keys) -%}
+  {{ ducklake__layout(relation, 'set sorted by', keys) }}
+{%- endmacro %}
+
+{% macro ducklake_reset_partitioned_by(relation) -%}
+  {{ ducklake__layout(relation, 'reset partitioned by', none) }}
+{%- endmacro %}
+
+{% macro ducklake_reset_sorted_by(relation) -%}
+  {{ ducklake__layout(relation, 'reset sorted by', none) }}
+{%- endmacro %}
+
+{#- runs the ALTER itself (and renders nothing), so the same call works in a hook and
+    in run-operation -#}
+{% macro ducklake__layout(relation, verb, keys) -%}
+  {%- set items = adapter.layout_items(verb, keys) -%}
+  {%- if execute -%}
+    {%- do run_query('alter table ' ~ relation ~ ' ' ~ verb ~ ((' (' ~ items | join(', ') ~ ')') if items else '')) -%}
+  {%- endif -%}
+  {{ return('') }}
+{%- endmacro %}

@@ -1,0 +1,125 @@
+"""Lake features as dbt macros: time travel by snapshot or by the dbt run that wrote it
+(`ducklake_at`), the change feed as a relation (`ducklake_table_changes`), the history
+(`ducklake_snapshots`) and layout changes from run-operation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from dbt.adapters.ducklake.lake import Lake
+from tests import duck
+
+ORDERS = """
+{{ config(materialized='incremental', incremental_strategy='append') }}
+select cast(id as int) as id, {{ var('batch') }} as batch
+from range({{ var('batch') }} * 100, {{ var('batch') }} * 100 + 30)
+"""
+
+AS_OF_RUN = """
+{{ config(materialized='table') }}
+select * from {{ ducklake_at(ref('orders'), invocation_id=var('run_id', 'none')) }}
+"""
+
+AS_OF_VERSION = """
+{{ config(materialized='table') }}
+select * from {{ ducklake_at(ref('orders'), version=var('version', 0)) }}
+"""
+
+CHANGES = """
+{{ config(materialized='table') }}
+select change_type, id, batch
+from {{ ducklake_table_changes(ref('orders'), var('from', 0), var('to', 0)) }}
+"""
+
+
+def _invocation() -> str:
+    with open("target/run_results.json") as fp:
+        return str(json.load(fp)["metadata"]["invocation_id"])
+
+
+class TestLakeMacros:
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {
+            "orders.sql": ORDERS,
+            "as_of_run.sql": AS_OF_RUN,
+            "as_of_version.sql": AS_OF_VERSION,
+            "changes.sql": CHANGES,
+        }
+
+    def test_time_travel_changes_history_layout(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        run_dbt(["run", "-s", "orders", "--vars", "{batch: 1}"])
+        first_run = _invocation()
+        first_snapshot = lake.latest_snapshot().snapshot_id
+        run_dbt(["run", "-s", "orders", "--vars", "{batch: 2}"])
+        second_snapshot = lake.latest_snapshot().snapshot_id
+        run_dbt(["run", "-s", "orders", "--vars", "{batch: 3}"])
+
+        def rows(table: str) -> list[tuple]:  # type: ignore[type-arg]
+            return sorted(
+                tuple(r) for r in project.run_sql(f"select * from {schema}.{table}", fetch="all")
+            )
+
+        first = [(i, 1) for i in range(100, 130)]
+        run_dbt(["run", "-s", "as_of_run", "--vars", f"{{run_id: '{first_run}'}}"])
+        assert rows("as_of_run") == first
+        run_dbt(["run", "-s", "as_of_version", "--vars", f"{{version: {first_snapshot}}}"])
+        assert rows("as_of_version") == first
+        # the change feed of the second run only
+        run_dbt(
+            [
+                "run",
+                "-s",
+                "changes",
+                "--vars",
+                f"{{from: {second_snapshot}, to: {second_snapshot}}}",
+            ]
+        )
+        assert rows("changes") == [("insert", i, 2) for i in range(200, 230)]
+        # an unknown run is a clear error
+        _, log = run_dbt_and_capture(
+            ["run", "-s", "as_of_run", "--vars", "{run_id: 'no-such-run'}"], expect_pass=False
+        )
+        assert "no snapshot of" in log and "no-such-run" in log
+
+        # history of one relation, newest first, with messages and nodes
+        _, log = run_dbt_and_capture(
+            ["run-operation", "ducklake_snapshots", "--args", f"{{relation: {schema}.orders}}"]
+        )
+        history = [line for line in log.splitlines() if "model.test.orders" in line]
+        assert len(history) == 3 and all("incremental append" in line for line in history)
+
+        # layout from run-operation: one altered_table snapshot, seen by DuckDB
+        before = lake.latest_snapshot().snapshot_id
+        run_dbt(
+            [
+                "run-operation",
+                "ducklake_set_partitioned_by",
+                "--args",
+                f"{{relation: {schema}.orders, keys: ['batch']}}",
+            ]
+        )
+        new = lake.snapshots(since=before)
+        assert len(new) == 1 and {c.kind for c in new[0].changes} == {"altered_table"}
+        con = duck.connect()
+        duck.attach(con, f"sqlite:{dbt_profile_target['metadata'].removeprefix('sqlite:///')}")
+        spec = con.execute(
+            "SELECT transform FROM __ducklake_metadata_lake.ducklake_partition_column"
+        ).fetchall()
+        assert spec == [("identity",)]
+        con.close()
+        _, log = run_dbt_and_capture(
+            [
+                "run-operation",
+                "ducklake_set_sorted_by",
+                "--args",
+                f"{{relation: {schema}.orders, keys: ['id sideways']}}",
+            ],
+            expect_pass=False,
+        )
+        assert "accepted: col [ASC|DESC]" in log
