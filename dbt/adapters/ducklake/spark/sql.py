@@ -34,6 +34,8 @@ from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
 from .engine import CommitInfo, NotNullViolation, begin, create_table_as, insert_into
 from .merge import When, merge_into
+from .pushdown import pushed_predicates
+from .scan import ScanMetrics, scan_table
 from .statements import (
     CreateLayout,
     LayoutAlter,
@@ -74,6 +76,7 @@ class _Ref:
     schema: str
     name: str
     at: int | datetime | None
+    node: exp.Table
 
 
 class LakeSQL:
@@ -95,6 +98,8 @@ class LakeSQL:
         self.commit = commit or CommitInfo()
         self._tx: Transaction | None = None
         self._depth = 0  # nesting of BEGIN … COMMIT inside the open block
+        # (table, what its scan planned) for each lake table the last query read
+        self.last_scans: list[tuple[str, ScanMetrics]] = []
 
     @property
     def in_transaction(self) -> bool:
@@ -109,10 +114,10 @@ class LakeSQL:
         tree = _parse(text)
         refs = self._lake_refs(tree, text, self.lake.catalog())
         spans: list[tuple[int, int, DataFrame]] = []
+        self.last_scans = []
         for ref in refs:
             self._check_unchanged(ref.schema, ref.name, ref.at)
-            df = scan_relation(self.spark, self.lake, ref.schema, ref.name, at=ref.at)
-            spans.append((ref.start, ref.end, df))
+            spans.append((ref.start, ref.end, self._scan(ref)))
         spans += self._feed_calls(tree, text)
         edits = [(start, end, self._register(df)) for start, end, df in spans]
         edits += _text_type_casts(text)
@@ -120,6 +125,26 @@ class LakeSQL:
         for start, end, replacement in sorted(edits, key=lambda s: s[0], reverse=True):
             out = out[:start] + replacement + out[end:]
         return out
+
+    def _scan(self, ref: _Ref) -> DataFrame:
+        """A table's scan prunes files by the query's filters on it; a view is expanded."""
+        cat = self.lake.catalog(ref.at)
+        table = cat.find_table(ref.schema, ref.name)
+        if table is None:
+            return scan_relation(self.spark, self.lake, ref.schema, ref.name, at=ref.at)
+        types = {c.name.lower(): c.type for c in cat.columns(table.table_id)}
+        metrics = ScanMetrics()
+        df = scan_table(
+            self.spark,
+            self.lake,
+            ref.schema,
+            ref.name,
+            at=cat.snapshot_id,
+            predicates=pushed_predicates(ref.node, types),
+            metrics=metrics,
+        )
+        self.last_scans.append((f"{ref.schema}.{ref.name}", metrics))
+        return df
 
     @staticmethod
     def _register(df: DataFrame) -> str:
@@ -235,7 +260,7 @@ class LakeSQL:
             if travel is not None:
                 at = _travel_target(travel.group(1), travel.group(2))
                 end = travel.end()
-            refs.append(_Ref(start, end, schema, table.name, at))
+            refs.append(_Ref(start, end, schema, table.name, at, table))
         return refs
 
     def _is_spark_view(self, name: str) -> bool:
