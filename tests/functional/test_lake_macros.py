@@ -123,3 +123,54 @@ class TestLakeMacros:
             expect_pass=False,
         )
         assert "accepted: col [ASC|DESC]" in log
+
+
+SMALL = """
+{{ config(materialized='incremental', incremental_strategy='append') }}
+select cast(id as int) as id from range(0, 5)
+"""
+
+
+class TestSetOption:
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"small.sql": SMALL}
+
+    def test_options_at_each_scope(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        run_dbt(["run"])  # 5 rows: inlined under the default limit of 10
+        table = lake.catalog().table(schema, "small")
+        assert lake.catalog().data_files(table) == []
+        before = lake.latest_snapshot().snapshot_id
+        for args in (
+            "{option: parquet_compression, value: zstd}",
+            f"{{option: target_file_size, value: 1000000, schema: {schema}}}",
+            "{option: data_inlining_row_limit, value: 0, table_name: small}",
+        ):
+            run_dbt(["run-operation", "ducklake_set_option", "--args", args])
+        assert lake.latest_snapshot().snapshot_id == before  # options are not versioned
+        con = duck.connect()
+        duck.attach(con, f"sqlite:{dbt_profile_target['metadata'].removeprefix('sqlite:///')}")
+        options = {
+            (r[0], r[1], r[2])
+            for r in con.execute(
+                "SELECT option_name, value, scope FROM lake.options() "
+                "WHERE option_name IN ('parquet_compression', 'target_file_size', "
+                "'data_inlining_row_limit')"
+            ).fetchall()
+        }
+        assert options == {
+            ("parquet_compression", "zstd", "GLOBAL"),
+            ("target_file_size", "1000000", "SCHEMA"),
+            ("data_inlining_row_limit", "0", "TABLE"),
+        }
+        con.close()
+        run_dbt(["run"])  # the table now takes files, even for 5 rows
+        files = lake.catalog().data_files(lake.catalog().table(schema, "small"))
+        assert files and sum(f.record_count for f in files) == 5
+        _, log = run_dbt_and_capture(
+            ["run-operation", "ducklake_set_option", "--args", "{option: colour, value: red}"],
+            expect_pass=False,
+        )
+        assert "unknown option 'colour'" in log and "data_inlining_row_limit" in log

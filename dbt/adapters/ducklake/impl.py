@@ -26,6 +26,7 @@ from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
 from .lake.errors import CatalogNotFoundError
+from .lake.options import SETTABLE_OPTIONS
 from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
 from .spark.types import spark_type
@@ -204,6 +205,31 @@ class DucklakeAdapter(SQLAdapter):
         option = "partition_by" if "partitioned" in verb else "sorted_by"
         layout = model_layout(f"ducklake_{verb.replace(' ', '_')}", {option: keys})
         return list(layout.partition_items if option == "partition_by" else layout.sort_items)
+
+    @available
+    def set_lake_option(
+        self, option: str, value: Any, schema: str | None = None, table_name: str | None = None
+    ) -> str:
+        """DuckLake's set_option: global, or scoped to a schema or a table (as DuckDB,
+        options are not versioned, so no snapshot is written)."""
+        if option not in SETTABLE_OPTIONS:
+            raise DbtRuntimeError(
+                f"ducklake_set_option: unknown option {option!r}; accepted: "
+                f"{', '.join(SETTABLE_OPTIONS)}"
+            )
+        handle = self._handle()
+        schema = schema or (self.config.credentials.schema if table_name else None)
+        with handle.lake.transaction(author=handle.credentials.author) as tx:
+            table = tx.table(schema, table_name) if schema and table_name else None
+            tx.set_option(option, value, schema=schema, table=table)
+        scope = (
+            f"table {schema}.{table_name}"
+            if table_name
+            else f"schema {schema}"
+            if schema
+            else "the lake"
+        )
+        return f"{option} = {value} for {scope}"
 
     # -- time travel by run, history ---------------------------------------------------
     @available

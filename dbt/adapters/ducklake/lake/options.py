@@ -6,6 +6,27 @@ from collections.abc import Iterable
 
 OptionRow = tuple[str, str, str | None, int | None]  # key, value, scope, scope_id
 
+# the options a user may set (DuckDB's extension documents these); `version`,
+# `created_by` and `data_path` belong to the lake itself
+SETTABLE_OPTIONS = (
+    "auto_compact",
+    "data_inlining_row_limit",
+    "delete_older_than",
+    "encrypted",
+    "expire_older_than",
+    "hive_file_pattern",
+    "parquet_compression",
+    "parquet_compression_level",
+    "parquet_row_group_size",
+    "parquet_row_group_size_bytes",
+    "parquet_version",
+    "per_thread_output",
+    "require_commit_message",
+    "rewrite_delete_threshold",
+    "sort_on_insert",
+    "target_file_size",
+)
+
 
 def resolve_option(
     rows: Iterable[OptionRow],

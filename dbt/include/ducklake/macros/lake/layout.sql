@@ -26,3 +26,12 @@
   {%- endif -%}
   {{ return('') }}
 {%- endmacro %}
+
+{#- DuckLake options, global or for a schema or a table (DuckDB's names):
+      dbt run-operation ducklake_set_option --args '{option: parquet_compression, value: zstd, table_name: events}' -#}
+{% macro ducklake_set_option(option, value, schema=none, table_name=none) -%}
+  {%- if execute -%}
+    {{ log('ducklake_set_option: ' ~ adapter.set_lake_option(option, value, schema, table_name), info=true) }}
+  {%- endif -%}
+  {{ return('') }}
+{%- endmacro %}
