@@ -1,11 +1,23 @@
 """dbt-tests-adapter's snapshot suites, subclassed unchanged. Not wired in:
 BaseSnapshotDbtValidToCurrent, which reads rows by position from a query without ORDER BY
-(PostgreSQL heap order) and so cannot hold for a merge-on-read table."""
+(PostgreSQL heap order) and so cannot hold for a merge-on-read table;
+`TestSnapshotDbtValidToCurrentByKey` runs its project and history and checks the same
+facts by key."""
 
 from __future__ import annotations
 
+import datetime
+
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
+from dbt.tests.adapter.simple_snapshot.fixtures import (
+    create_seed_sql,
+    create_snapshot_expected_sql,
+    invalidate_sql,
+    populate_snapshot_expected_valid_to_current_sql,
+    seed_insert_sql,
+    update_with_current_sql,
+)
 from dbt.tests.adapter.simple_snapshot.new_record_check_mode import (
     BaseSnapshotNewRecordCheckMode,
 )
@@ -19,9 +31,11 @@ from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, 
 from dbt.tests.adapter.simple_snapshot.test_various_configs import (
     BaseSnapshotColumnNames,
     BaseSnapshotColumnNamesFromDbtProject,
+    BaseSnapshotDbtValidToCurrent,
     BaseSnapshotInvalidColumnNames,
     BaseSnapshotMultiUniqueKey,
 )
+from dbt.tests.util import check_relations_equal, run_dbt
 
 
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
@@ -66,3 +80,37 @@ class TestSnapshotNewRecordCheckMode(BaseSnapshotNewRecordCheckMode):
 
 class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurrent):
     pass
+
+
+class TestSnapshotDbtValidToCurrentByKey(BaseSnapshotDbtValidToCurrent):
+    """BaseSnapshotDbtValidToCurrent's fixtures and history; its row checks by key."""
+
+    def test_valid_to_current(self, project) -> None:  # type: ignore[no-untyped-def]
+        project.run_sql(create_seed_sql)
+        project.run_sql(create_snapshot_expected_sql)
+        project.run_sql(seed_insert_sql)
+        project.run_sql(populate_snapshot_expected_valid_to_current_sql)
+        assert len(run_dbt(["snapshot"])) == 1
+        table = f"{project.test_schema}.snapshot_actual"
+        current = datetime.datetime(2099, 12, 31, 0, 0)
+
+        def valid_to() -> dict[tuple[int, str], datetime.datetime]:
+            rows = project.run_sql(
+                f"select id, test_scd_id, test_valid_to from {table}", fetch="all"
+            )
+            return {(r[0], r[1]): r[2] for r in rows}
+
+        first = valid_to()
+        assert first and set(first.values()) == {current}
+        project.run_sql(invalidate_sql)
+        project.run_sql(update_with_current_sql)
+        assert len(run_dbt(["snapshot"])) == 1
+        second = valid_to()
+        changed = {k: v for k, v in second.items() if k in first and v != current}
+        # ids 10-20 were updated: their old versions closed, new versions current
+        assert sorted(i for i, _ in changed) == list(range(10, 21))
+        assert len(second) == len(first) + 11
+        assert all(v == current for k, v in second.items() if k not in first)
+        # the version closed at 2016-08-20 16:44:49 in the suite's positional check
+        assert datetime.datetime(2016, 8, 20, 16, 44, 49) in changed.values()
+        check_relations_equal(project.adapter, ["snapshot_actual", "snapshot_expected"])
