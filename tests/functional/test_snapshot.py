@@ -92,7 +92,9 @@ class TestSnapshotDbtValidToCurrentByKey(BaseSnapshotDbtValidToCurrent):
         project.run_sql(populate_snapshot_expected_valid_to_current_sql)
         assert len(run_dbt(["snapshot"])) == 1
         table = f"{project.test_schema}.snapshot_actual"
-        current = datetime.datetime(2099, 12, 31, 0, 0)
+        utc = datetime.UTC
+        # TIMESTAMP columns are instants: fetched as aware UTC datetimes
+        current = datetime.datetime(2099, 12, 31, 0, 0, tzinfo=utc)
 
         def valid_to() -> dict[tuple[int, str], datetime.datetime]:
             rows = project.run_sql(
@@ -112,5 +114,5 @@ class TestSnapshotDbtValidToCurrentByKey(BaseSnapshotDbtValidToCurrent):
         assert len(second) == len(first) + 11
         assert all(v == current for k, v in second.items() if k not in first)
         # the version closed at 2016-08-20 16:44:49 in the suite's positional check
-        assert datetime.datetime(2016, 8, 20, 16, 44, 49) in changed.values()
+        assert datetime.datetime(2016, 8, 20, 16, 44, 49, tzinfo=utc) in changed.values()
         check_relations_equal(project.adapter, ["snapshot_actual", "snapshot_expected"])

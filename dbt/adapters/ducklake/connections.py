@@ -30,6 +30,7 @@ from .lake.models import Snapshot
 from .spark.engine import CommitInfo
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
+from .spark.types import python_rows
 
 logger = AdapterLogger("DuckLake")
 _OPENING = threading.Lock()
@@ -65,12 +66,14 @@ class LakeCursor:
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         # results dbt asks for (tests, dbt show, introspection) are meant to be small
-        return [tuple(r) for r in self._df.collect()] if self._df is not None else []
+        if self._df is None:
+            return []
+        return python_rows(self._df.collect(), self._df.schema)
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
         if self._df is None:
             return []
-        return [tuple(r) for r in self._df.limit(size).collect()]
+        return python_rows(self._df.limit(size).collect(), self._df.schema)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchmany(1)

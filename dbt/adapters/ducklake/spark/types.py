@@ -15,6 +15,11 @@ clear error); these conversions apply to top-level columns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from ..lake.models import Column
@@ -185,3 +190,34 @@ def with_field_ids(dt: T.DataType, col: Column) -> T.DataType:
             dt.valueContainsNull,
         )
     return dt
+
+
+def python_value(value: Any, data_type: T.DataType) -> Any:
+    """A collected Spark value as plain Python, with TIMESTAMP values aware and in UTC.
+
+    PySpark turns TIMESTAMP (with time zone) values into naive datetimes in the Python
+    process's local zone, whatever Spark's session zone is; left alone they would be
+    inlined or handed to dbt shifted by the machine's UTC offset. Structs become dicts.
+    """
+    if value is None:
+        return None
+    if isinstance(data_type, T.TimestampType) and isinstance(value, datetime):
+        return value.astimezone(UTC)
+    if isinstance(data_type, T.StructType):
+        return {
+            f.name: python_value(v, f.dataType)
+            for f, v in zip(data_type.fields, value, strict=True)
+        }
+    if isinstance(data_type, T.ArrayType):
+        return [python_value(v, data_type.elementType) for v in value]
+    if isinstance(data_type, T.MapType):
+        return {
+            python_value(k, data_type.keyType): python_value(v, data_type.valueType)
+            for k, v in value.items()
+        }
+    return value
+
+
+def python_rows(rows: Sequence[Row], schema: T.StructType) -> list[tuple[Any, ...]]:
+    types = [f.dataType for f in schema.fields]
+    return [tuple(python_value(v, t) for v, t in zip(r, types, strict=True)) for r in rows]
