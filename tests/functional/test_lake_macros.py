@@ -174,3 +174,95 @@ class TestSetOption:
             expect_pass=False,
         )
         assert "unknown option 'colour'" in log and "data_inlining_row_limit" in log
+
+
+EVENTS = """
+{{ config(
+    materialized='incremental',
+    incremental_strategy='append',
+    post_hook="{{ ducklake_merge_adjacent_files(this, every_n_builds=3) }}",
+) }}
+select cast(id as int) as id from range({{ var('batch') }} * 10, {{ var('batch') }} * 10 + 4)
+"""
+
+
+class TestMaintenanceMacros:
+    """A post-hook compacts an incremental model every 3 builds; run-operation expires
+    snapshots and cleans up the replaced files, and DuckDB reads the same rows after each
+    step."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"events.sql": EVENTS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):  # type: ignore[no-untyped-def]
+        return {"on-run-start": ["{{ ducklake_set_option('data_inlining_row_limit', 0) }}"]}
+
+    def test_compaction_hook_and_run_operations(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        sqlite_path = dbt_profile_target["metadata"].removeprefix("sqlite:///")
+
+        def state() -> tuple[list[tuple], list[str]]:  # type: ignore[type-arg]
+            con = duck.connect()
+            duck.attach(con, f"sqlite:{sqlite_path}")
+            rows = sorted(con.execute(f"SELECT * FROM lake.{schema}.events").fetchall())
+            changes = [
+                r[0]
+                for r in con.execute(
+                    "SELECT changes_made FROM __ducklake_metadata_lake.ducklake_snapshot_changes "
+                    "ORDER BY snapshot_id"
+                ).fetchall()
+            ]
+            con.close()
+            return rows, changes
+
+        def files() -> int:
+            cat = lake.catalog()
+            return len(cat.data_files(cat.table(schema, "events")))
+
+        for batch in (1, 2):
+            run_dbt(["run", "--vars", f"{{batch: {batch}}}"])
+        rows, changes = state()
+        assert not any("merge_adjacent" in c for c in changes)
+        assert files() >= 2
+        run_dbt(["run", "--vars", "{batch: 3}"])  # the third build: compacted by the hook
+        rows, changes = state()
+        assert rows == [(b * 10 + i,) for b in (1, 2, 3) for i in range(4)]
+        assert changes[-1].startswith("merge_adjacent:")
+        assert files() == 1
+        history = lake.snapshots()
+        assert history[-1].commit_message and "events" in history[-1].commit_message
+        run_dbt(["run", "--vars", "{batch: 4}"])  # one build since: no compaction
+        assert not state()[1][-1].startswith("merge_adjacent:")
+
+        # expire everything but the latest snapshot, then delete the replaced files
+        _, log = run_dbt_and_capture(
+            [
+                "run-operation",
+                "ducklake_expire_snapshots",
+                "--args",
+                "{older_than: '0 seconds', dry_run: true}",
+            ]
+        )
+        assert "ducklake_expire_snapshots:" in log
+        kept = len(lake.snapshots())
+        assert kept > 2
+        run_dbt(
+            ["run-operation", "ducklake_expire_snapshots", "--args", "{older_than: '0 seconds'}"]
+        )
+        assert len(lake.snapshots()) == 1
+        _, log = run_dbt_and_capture(
+            ["run-operation", "ducklake_cleanup_old_files", "--args", "{cleanup_all: true}"]
+        )
+        assert "ducklake_cleanup_old_files:" in log and ".parquet" in log
+        rows_after, _ = state()
+        assert rows_after == [(b * 10 + i,) for b in (1, 2, 3, 4) for i in range(4)]
+        run_dbt(["run-operation", "ducklake_checkpoint"])
+        assert state()[0] == rows_after
+        _, log = run_dbt_and_capture(
+            ["run-operation", "ducklake_rewrite_data_files", "--args", "{delete_threshold: 2}"],
+            expect_pass=False,
+        )
+        assert "between 0 and 1" in log

@@ -102,8 +102,11 @@ def test_failed_block_commits_nothing(spark, sqlite_catalog: Catalog) -> None:
     assert snap is not None and snap.snapshot_id == before + 1
     rows = sorted(r.id for r in sql.query("SELECT id FROM t").collect())
     assert rows == [0, 1, 2, 3, 4, 10, 11]
-    with pytest.raises(LakeSQLError, match="not supported on the lake yet"):
-        sql.execute("CALL ducklake_flush_inlined_data('lake')")
+    with pytest.raises(LakeSQLError, match="GRANT is not supported on the lake yet"):
+        sql.execute("GRANT SELECT ON t TO bob")
+    with pytest.raises(LakeSQLError, match="unknown function ducklake_nope"):
+        sql.execute("CALL ducklake_nope('lake')")
+    assert lake.latest_snapshot().snapshot_id == before + 1
 
 
 def test_postgres_text_casts_become_spark_strings(spark, sqlite_catalog: Catalog) -> None:

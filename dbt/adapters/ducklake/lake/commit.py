@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from . import ddl
 from .changes import format_changes, qualified_name, quote_name
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
+from .maintenance import apply_compaction, apply_flush
 from .models import SPARK_SQL_TAG, Change, Column, Snapshot
 from .options import OptionRow, resolve_option
 from .reader import snapshot_from_row, split_changes, visible
@@ -462,7 +463,16 @@ class CommitContext:
             )
 
     # -- data ----------------------------------------------------------------------
-    def add_files(self, t: StagedTable, files: list[DataFileSpec]) -> None:
+    def add_files(
+        self,
+        t: StagedTable,
+        files: list[DataFileSpec],
+        *,
+        change: str | None = "inserted_into_table",
+        count: bool = True,
+    ) -> list[int]:
+        """Register written files; `count` adds their rows and bytes to the table stats
+        (compaction moves rows that were counted already)."""
         assert t.table_id is not None
         stats = self.table_stats(t.table_id)
         partition_id = (
@@ -474,14 +484,18 @@ class CommitContext:
         file_rows, stat_rows, part_rows = [], [], []
         for f in files:
             fid = self.file_id()
-            if f.row_id_start is None:
+            row_id_start: int | None
+            if f.ids_in_file:
+                row_id_start = None
+            elif f.row_id_start is None:
                 row_id_start = stats.next_row_id
                 stats.next_row_id += f.record_count
             else:
                 row_id_start = f.row_id_start
                 stats.next_row_id = max(stats.next_row_id, f.row_id_start + f.record_count)
-            stats.record_count += f.record_count
-            stats.file_size_bytes += f.file_size_bytes
+            if count:
+                stats.record_count += f.record_count
+                stats.file_size_bytes += f.file_size_bytes
             stats.dirty = True
             file_rows.append(
                 {
@@ -538,7 +552,9 @@ class CommitContext:
             part_rows,
         )
         self.file_tables.add(t.table_id)
-        self.change("inserted_into_table", t.table_id)
+        if change is not None:
+            self.change(change, t.table_id)
+        return [r["id"] for r in file_rows]
 
     def current_partition_id(self, t: StagedTable) -> int | None:
         row = self.conn.execute(
@@ -623,7 +639,9 @@ class CommitContext:
         stmt = sa.text(sql).bindparams(sa.bindparam("ids", expanding=True))
         self.conn.execute(stmt, {"ids": list(ids), **params})
 
-    def end_files(self, t: StagedTable, ids: list[int]) -> None:
+    def end_files(
+        self, t: StagedTable, ids: list[int], change: str | None = "deleted_from_table"
+    ) -> None:
         for table in ("ducklake_data_file", "ducklake_delete_file"):
             self.run_in(
                 f"UPDATE {self.t(table)} SET end_snapshot = :snap WHERE table_id = :tid "
@@ -632,7 +650,8 @@ class CommitContext:
                 snap=self.snapshot_id,
                 tid=t.table_id,
             )
-        self.change("deleted_from_table", t.table_id)  # type: ignore[arg-type]
+        if change is not None:
+            self.change(change, t.table_id)  # type: ignore[arg-type]
 
     def inline_insert(
         self, t: StagedTable, rows: list[tuple[Any, ...]], row_ids: list[int] | None
@@ -850,6 +869,10 @@ def apply_commit(
             ctx.inline_delete_rows(op.table, op.payload)
         elif op.kind == "inline_delete_pos":
             ctx.inline_delete_positions(op.table, *op.payload)
+        elif op.kind == "compact":
+            apply_compaction(ctx, op.table, *op.payload)
+        elif op.kind == "flush":
+            apply_flush(ctx, op.table, op.payload)
     for opt in tx.option_ops:
         scope, scope_id = None, None
         if opt.table is not None:

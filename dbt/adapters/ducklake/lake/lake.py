@@ -6,7 +6,7 @@ import getpass
 import os
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -248,6 +248,29 @@ class Lake:
         with self.connect() as conn:
             rows = conn.execute(sa.text(self._snapshot_query(where)), {"since": since}).fetchall()
         return [snapshot_from_row(r) for r in rows]
+
+    def snapshots_touching(
+        self, table_ids: Iterable[int], names: Iterable[str] = ()
+    ) -> list[Snapshot]:
+        """Snapshots whose changes name one of these table ids or `"schema"."table"`
+        names; the catalog filters them, so the cost follows the table's history."""
+        ids = sorted({int(i) for i in table_ids})
+        quoted = sorted({n.lower() for n in names})
+        if not ids and not quoted:
+            return []
+        params: dict[str, Any] = {}
+        terms = []
+        for n, tid in enumerate(ids):
+            params[f"id{n}"] = f"%:{tid}%"
+            terms.append(f"c.changes_made LIKE :id{n}")
+        for n, name in enumerate(quoted):
+            params[f"name{n}"] = f"%{name}%"
+            terms.append(f"LOWER(c.changes_made) LIKE :name{n}")
+        with self.connect() as conn:
+            rows = conn.execute(sa.text(self._snapshot_query(" OR ".join(terms))), params)
+            found = [snapshot_from_row(r) for r in rows.fetchall()]
+        wanted = {str(i) for i in ids} | set(quoted)
+        return [s for s in found if any(c.value.lower() in wanted for c in s.changes)]
 
     def catalog(self, at: int | datetime | None = None) -> CatalogReader:
         return CatalogReader(self, self.snapshot(at))

@@ -49,3 +49,27 @@ def resolve_option(
         if scope in found:
             return found[scope]
     return default
+
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+
+
+def parse_size(text: str) -> int:
+    """`512MB`, `1000000`, `64 MiB` -> bytes (DuckDB's spellings)."""
+    raw = str(text).strip().lower().replace(" ", "")
+    digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = raw[len(digits) :]
+    if not digits or unit not in _SIZE_UNITS:
+        raise ValueError(f"target_file_size {text!r}: expected a byte count like 512MB or 1000000")
+    return int(float(digits) * _SIZE_UNITS[unit])

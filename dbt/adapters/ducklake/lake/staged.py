@@ -270,6 +270,7 @@ class DataFileSpec:
     partition_values: tuple[str | None, ...] | None = None
     path_is_relative: bool = True
     row_id_start: int | None = None  # set when rows keep ids they already had
+    ids_in_file: bool = False  # every row carries its id: no row_id_start (compaction)
     partial_max: int | None = None
     begin_snapshot: int | None = None
 

@@ -607,6 +607,16 @@ class Transaction:
         if ids:
             self._data("end_files", table, ids)
 
+    def compact_files(
+        self, table: StagedTable, kind: str, replaced: Sequence[Any], files: Iterable[DataFileSpec]
+    ) -> None:
+        """Replace data files by compacted ones (`merge_adjacent` or `rewrite_delete`)."""
+        self._data("compact", table, (kind, list(replaced), list(files)))
+
+    def flush_inlined(self, table: StagedTable, flush: Any) -> None:
+        """Move inlined rows and inlined deletions into files (a `lake.maintenance.Flush`)."""
+        self._data("flush", table, flush)
+
     def insert_inlined(
         self,
         table: StagedTable,
@@ -697,6 +707,10 @@ class Transaction:
                 cs.inserted.add(tid)
             elif op.kind == "inline_insert":
                 cs.inlined_inserted.add(tid)
+            elif op.kind == "compact":
+                cs.compacted.add(tid)
+            elif op.kind == "flush":
+                cs.flushed.add(tid)
             elif op.kind in ("deletes", "end_files"):
                 cs.deleted.add(tid)
                 ids = (

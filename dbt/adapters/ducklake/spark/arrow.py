@@ -213,6 +213,7 @@ class FileWriter:
         options: WriteOptions,
         subdir: str = "",
         with_row_ids: bool = False,
+        with_snapshot_ids: bool = False,
     ):
         self.columns = list(columns)
         self.schema = arrow_schema(self.columns)
@@ -225,6 +226,8 @@ class FileWriter:
                     metadata=_fid(ROW_ID_FIELD),
                 )
             )
+        if with_snapshot_ids:  # compacted rows keep the snapshot that wrote them
+            self.schema = self.schema.append(_SNAPSHOT_FIELD)
         self.options = options
         self.subdir = subdir
         self.results: list[dict[str, Any]] = []
@@ -350,28 +353,35 @@ class DeleteTarget:
 
 
 def write_delete_file(
-    target: DeleteTarget, positions: Sequence[int], stamp: int, compression: str
+    target: DeleteTarget,
+    positions: Sequence[int],
+    stamp: int,
+    compression: str,
+    stamps: dict[int, int] | None = None,
 ) -> dict[str, Any]:
-    """A positional delete file; partial (with snapshot ids) when one already existed."""
+    """A positional delete file; partial (with snapshot ids) when one already existed, or
+    when `stamps` gives each position its own deleting snapshot (a flush)."""
     new = sorted(set(positions))
     name = f"ducklake-{uuid.uuid4()}-delete.parquet"
     path = target.root + name
-    if target.old_delete_file is None:
+    if target.old_delete_file is None and stamps is None:
         table = pa.table(
             [pa.array([target.data_file] * len(new)), pa.array(new, pa.int64())],
             schema=pa.schema(_DELETE_FIELDS),
         )
         begin, partial_max = None, None
     else:
-        old = pq.read_table(target.old_delete_file)
-        old_pos = old.column("pos").to_pylist()
-        if "_ducklake_internal_snapshot_id" in old.column_names:
-            old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
-        else:
-            old_snap = [target.old_begin_snapshot] * len(old_pos)
-        merged = dict(zip(old_pos, old_snap, strict=True))
+        merged: dict[int, int] = {}
+        if target.old_delete_file is not None:
+            old = pq.read_table(target.old_delete_file)
+            old_pos = old.column("pos").to_pylist()
+            if "_ducklake_internal_snapshot_id" in old.column_names:
+                old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
+            else:
+                old_snap = [target.old_begin_snapshot] * len(old_pos)
+            merged = dict(zip(old_pos, old_snap, strict=True))
         for p in new:
-            merged.setdefault(p, stamp)
+            merged.setdefault(p, stamps[p] if stamps is not None else stamp)
         order = sorted(merged)
         snaps = [merged[p] for p in order]
         table = pa.table(

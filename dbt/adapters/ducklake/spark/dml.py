@@ -222,18 +222,20 @@ def _write_delete_files(
         .mapInArrow(task, _DELETE_RESULT)
         .collect()  # one small row per delete file
     )
-    return [
-        DeleteFileSpec(
-            data_file_id=r.fid,
-            path=r.path,
-            delete_count=r.delete_count,
-            file_size_bytes=r.file_size,
-            footer_size=r.footer_size,
-            begin_snapshot=r.begin_snapshot,
-            partial_max=r.partial_max,
-        )
-        for r in rows
-    ]
+    return [delete_file_spec(r.fid, r.asDict()) for r in rows]
+
+
+def delete_file_spec(data_file_id: int, facts: dict[str, Any]) -> DeleteFileSpec:
+    """The catalog entry of a delete file `write_delete_file` wrote."""
+    return DeleteFileSpec(
+        data_file_id=data_file_id,
+        path=facts["path"],
+        delete_count=facts["delete_count"],
+        file_size_bytes=facts["file_size"],
+        footer_size=facts["footer_size"],
+        begin_snapshot=facts["begin_snapshot"],
+        partial_max=facts["partial_max"],
+    )
 
 
 class _DeleteTask:

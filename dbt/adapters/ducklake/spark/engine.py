@@ -13,17 +13,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
+from ..lake.options import parse_size
 from ..lake.staged import StagedTable
 from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec
 from .arrow import WriteOptions
-from .types import ducklake_spec, spark_type
-from .write import parse_size, partition_key, partition_plan, time_part, write_data_files
+from .types import ducklake_spec, python_rows, spark_type
+from .write import partition_key, partition_plan, time_part, write_data_files
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -73,17 +74,6 @@ def inlining_limit(lake: Lake, table: StagedTable) -> int:
     return int(value) if value is not None else DEFAULT_INLINING_ROW_LIMIT
 
 
-def _python(value: Any) -> Any:
-    """Spark Row values -> the plain Python values lake/ inlines (structs as dicts)."""
-    if isinstance(value, Row):
-        return {k: _python(v) for k, v in value.asDict(recursive=False).items()}
-    if isinstance(value, list):
-        return [_python(v) for v in value]
-    if isinstance(value, dict):
-        return {_python(k): _python(v) for k, v in value.items()}
-    return value
-
-
 class NotNullViolation(ValueError):
     pass
 
@@ -100,14 +90,11 @@ def stage_rows(
     if limit > 0:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
         if len(head) <= limit:
-            if head and keep_row_ids:
-                tx.insert_inlined(
-                    table,
-                    [tuple(_python(v) for v in r[:-1]) for r in head],
-                    row_ids=[r[-1] for r in head],
-                )
-            elif head:
-                tx.insert_inlined(table, [tuple(_python(v) for v in r) for r in head])
+            rows = python_rows(head, df.schema)
+            if rows and keep_row_ids:
+                tx.insert_inlined(table, [r[:-1] for r in rows], row_ids=[r[-1] for r in rows])
+            elif rows:
+                tx.insert_inlined(table, rows)
             return
     sort_on_insert = lake.option(
         "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"

@@ -35,7 +35,7 @@ class Predicate:
         )
 
 
-def _coerce(type_name: str, value: Any) -> Any:
+def coerce_value(type_name: str, value: Any) -> Any:
     if value is None:
         return None
     if type_name in INTEGER_TYPES:
@@ -90,14 +90,14 @@ def _stats_exclude(col: Column, stats: ColumnStats, p: Predicate) -> bool:
     except (ValueError, ArithmeticError):
         return False
     if col.type == "timestamptz":
-        lo, hi = _coerce(col.type, lo), _coerce(col.type, hi)
+        lo, hi = coerce_value(col.type, lo), coerce_value(col.type, hi)
     value: Any
     if p.op == "between":
-        value = tuple(_coerce(col.type, v) for v in p.value)
+        value = tuple(coerce_value(col.type, v) for v in p.value)
     elif p.op == "in":
-        value = [_coerce(col.type, v) for v in p.value if v is not None]
+        value = [coerce_value(col.type, v) for v in p.value if v is not None]
     else:
-        value = _coerce(col.type, p.value)
+        value = coerce_value(col.type, p.value)
     return _range_excludes(p.op, value, lo, hi)
 
 
@@ -122,7 +122,7 @@ def _partition_excludes(col: Column, file: DataFile, spec: PartitionSpec, p: Pre
         if f.column_id != col.column_id or f.key_index >= len(file.partition_values):
             continue
         stored = file.partition_values[f.key_index]
-        wanted = {_transform(f.transform, _coerce(col.type, v)) for v in values}
+        wanted = {_transform(f.transform, coerce_value(col.type, v)) for v in values}
         if None in wanted:
             continue
         if stored is not None and stored not in wanted:

@@ -8,14 +8,13 @@ literal of the column's kind. Spark still applies the whole WHERE to the rows re
 
 from __future__ import annotations
 
-from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
 
 from ..lake.types import FLOAT_TYPES, INTEGER_TYPES, is_decimal
-from .prune import Predicate
+from .prune import Predicate, coerce_value
 
 _COMPARISONS: dict[type[exp.Expression], str] = {
     exp.EQ: "=",
@@ -120,16 +119,13 @@ def _literal(node: Any, type_name: str | None) -> Any:
 
 def _text_value(text: str, type_name: str) -> Any:
     """A string literal for a VARCHAR, DATE or TIMESTAMP column, when it reads the same
-    way here as in Spark (ISO dates and times only)."""
+    way here as in Spark (ISO dates and times only, as the pruning parses them)."""
     if type_name == "varchar":
         return text
+    if type_name not in ("date", "timestamp"):
+        return None
     try:
-        if type_name == "date":
-            date.fromisoformat(text)
-            return text
-        if type_name == "timestamp":
-            datetime.fromisoformat(text)
-            return text
+        coerce_value(type_name, text)
     except ValueError:
         return None
-    return None
+    return text

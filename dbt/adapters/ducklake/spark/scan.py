@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import time as dt_time
@@ -55,6 +55,7 @@ class ScanMetrics:
     files_total: int = 0
     files_read: int = 0
     inlined_rows: int = 0
+    rows_read: int = 0  # rows of the data files read (before deletes) plus inlined rows
     pruned_by: list[str] = field(default_factory=list)
 
 
@@ -100,19 +101,24 @@ def scan_table(
     at: int | datetime | None = None,
     lineage: bool = False,
     positions: bool = False,
-    predicates: Sequence[Predicate] = (),
+    predicates: Sequence[Predicate] | Callable[[Sequence[Column]], Sequence[Predicate]] = (),
     metrics: ScanMetrics | None = None,
+    catalog: CatalogReader | None = None,
 ) -> DataFrame:
     """The table as of `at` (snapshot id, time, or latest), with current names and types.
 
     `lineage` adds `rowid` and `snapshot_id` (the snapshot that wrote each row);
     `positions` adds `__ducklake_fid` and `__ducklake_pos`, the data file id and row
     position of each row (NULL for inlined rows), which merge-on-read DML needs.
-    `predicates` only prune files; callers still filter rows.
+    `predicates` (or a function of the table's columns giving them) only prune files;
+    callers still filter rows. `catalog`, when the caller has one open, is read instead
+    of opening another at `at`.
     """
-    cat = lake.catalog(at)
+    cat = catalog if catalog is not None else lake.catalog(at)
     with cat.session():
         state = cat.table_state(schema, name)
+        if callable(predicates):
+            predicates = predicates(state.columns)
         file_stats = cat.file_column_stats(state.table.table_id)
         inlined_deletes = cat.inlined_deletes(state.table.table_id)
         inlined = cat.inlined_rows(state.table.table_id)
@@ -157,6 +163,7 @@ def _plan(
     ]
     metrics.files_read = len(kept)
     metrics.inlined_rows = len(inlined)
+    metrics.rows_read = sum(f.record_count for f in kept) + len(inlined)
     if predicates:
         metrics.pruned_by = [str(p) for p in predicates]
         log.info(

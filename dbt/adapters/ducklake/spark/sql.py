@@ -25,10 +25,12 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
+from ..lake.errors import LakeError
 from ..lake.lake import Lake
 from ..lake.models import Snapshot
 from ..lake.reader import CatalogReader
 from ..lake.transaction import Transaction
+from .calls import CallError, is_call, run_call
 from .changes import table_changes
 from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
@@ -132,16 +134,17 @@ class LakeSQL:
         table = cat.find_table(ref.schema, ref.name)
         if table is None:
             return scan_relation(self.spark, self.lake, ref.schema, ref.name, at=ref.at)
-        types = {c.name.lower(): c.type for c in cat.columns(table.table_id)}
         metrics = ScanMetrics()
         df = scan_table(
             self.spark,
             self.lake,
             ref.schema,
             ref.name,
-            at=cat.snapshot_id,
-            predicates=pushed_predicates(ref.node, types),
+            predicates=lambda columns: pushed_predicates(
+                ref.node, {c.name.lower(): c.type for c in columns}
+            ),
             metrics=metrics,
+            catalog=cat,
         )
         self.last_scans.append((f"{ref.schema}.{ref.name}", metrics))
         return df
@@ -306,6 +309,16 @@ class LakeSQL:
             # the plan Spark would run, lake tables resolved (nothing is executed)
             mode = explain.group(1) or ""
             return self.spark.sql(f"EXPLAIN{mode} {self.rewrite(bare[explain.end() :])}")
+        if is_call(bare):
+            if self._tx is not None:
+                raise LakeSQLError(
+                    "CALL / CHECKPOINT cannot run inside BEGIN … COMMIT: each maintenance "
+                    "function commits its own snapshot"
+                )
+            try:
+                return run_call(self.spark, self.lake, self.commit, bare)
+            except (CallError, LakeError) as exc:
+                raise LakeSQLError(str(exc)) from exc
         if _SESSION.match(bare):
             self.spark.sql(bare)  # SET key=value, SET TIME ZONE …: not lake statements
             return None

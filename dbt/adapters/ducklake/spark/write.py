@@ -36,30 +36,6 @@ _RESULT_SCHEMA = (
 )
 _PART_PREFIX = "__ducklake_part_"
 
-_SIZE_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-    "tb": 1000**4,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "tib": 1024**4,
-}
-
-
-def parse_size(text: str) -> int:
-    """`512MB`, `1000000`, `64 MiB` -> bytes (DuckDB's spellings)."""
-    raw = str(text).strip().lower().replace(" ", "")
-    digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = raw[len(digits) :]
-    if not digits or unit not in _SIZE_UNITS:
-        raise ValueError(f"target_file_size {text!r}: expected a byte count like 512MB or 1000000")
-    return int(float(digits) * _SIZE_UNITS[unit])
-
-
 # ---------------------------------------------------------------------------------------
 # Iceberg's bucket transform: murmur3_x86_32 (seed 0) over the value's canonical bytes
 
@@ -198,14 +174,17 @@ def write_data_files(
     partition: Sequence[tuple[int, str]] | None = None,
     sort: Sequence[tuple[str, str, str]] | None = None,
     row_ids: bool = False,
+    snapshot_ids: bool = False,
 ) -> list[DataFileSpec]:
     """Write `df` (columns in the table's top-level order) as data files of `table`.
 
     With `row_ids`, `df` has one more column, the ids its rows keep, written as
-    `_ducklake_internal_row_id`.
+    `_ducklake_internal_row_id`; with `snapshot_ids` (compaction) one more after it, the
+    snapshot that wrote each row, written as `_ducklake_internal_snapshot_id`.
     """
     columns = table.column_list()
     names = [c.name for c in columns] + (["_ducklake_internal_row_id"] if row_ids else [])
+    names += ["_ducklake_internal_snapshot_id"] if snapshot_ids else []
     if [n.lower() for n in df.columns] != [n.lower() for n in names]:
         raise ValueError(
             f"data for {table.qualified_name} has columns {df.columns}; the table has {names}"
@@ -233,7 +212,7 @@ def write_data_files(
     if part_cols or sort_exprs:
         data = data.sortWithinPartitions(*[F.col(c) for c in part_cols], *sort_exprs)
     transforms = [(key, col.type, transform) for key, col, transform in plan]
-    task = _WriteTask(columns, options, transforms, row_ids)
+    task = _WriteTask(columns, options, transforms, row_ids, snapshot_ids)
     rows = data.mapInArrow(task, _RESULT_SCHEMA).collect()  # one small row per file
     specs = [_spec(r) for r in rows]
     log.info("wrote %s file(s) for %s", len(specs), table.qualified_name)
@@ -276,12 +255,17 @@ class _WriteTask:
         options: WriteOptions,
         transforms: list[tuple[str, str, str]],
         row_ids: bool = False,
+        snapshot_ids: bool = False,
     ):
         self.columns = columns
         self.options = options
         self.transforms = transforms
         self.row_ids = row_ids
-        self.width = len(columns) + (1 if row_ids else 0)
+        self.snapshot_ids = snapshot_ids
+        self.width = len(columns) + int(row_ids) + int(snapshot_ids)
+
+    def _writer(self, subdir: str = "") -> FileWriter:
+        return FileWriter(self.columns, self.options, subdir, self.row_ids, self.snapshot_ids)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         width = self.width
@@ -292,9 +276,7 @@ class _WriteTask:
             )
             if not self.transforms:
                 key: tuple[str | None, ...] = ()
-                writer = writers.get(key) or writers.setdefault(
-                    key, FileWriter(self.columns, self.options, with_row_ids=self.row_ids)
-                )
+                writer = writers.get(key) or writers.setdefault(key, self._writer())
                 writer.write(data)
                 continue
             keys = [self._keys(batch, i) for i in range(batch.num_rows)]
@@ -303,9 +285,7 @@ class _WriteTask:
                 if i == batch.num_rows or keys[i] != keys[start]:
                     key = keys[start]
                     if key not in writers:
-                        writers[key] = FileWriter(
-                            self.columns, self.options, self._subdir(key), self.row_ids
-                        )
+                        writers[key] = self._writer(self._subdir(key))
                     writers[key].write(data.slice(start, i - start))
                     start = i
         rows = []

@@ -1,0 +1,554 @@
+"""Maintenance on the catalog: which files compaction may merge or rewrite, expiring
+snapshots, and the files that may be deleted afterwards.
+
+The rules follow DuckDB's extension (see ducklake-facts.md): merged files replace their
+inputs for every snapshot (the inputs' rows leave the catalog and their paths are
+scheduled for deletion); rewritten files end their inputs; expiring removes snapshot rows
+and whatever only those snapshots could see; nothing is deleted from storage before it
+has been scheduled for deletion (or was never tracked at all).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from . import ddl
+from .codec import decode_catalog_time, encode_catalog_time
+from .errors import InvalidChangeError
+from .models import DataFile, Snapshot, TableInfo
+from .options import parse_size, resolve_option
+from .reader import CatalogReader, snapshot_from_row
+
+if TYPE_CHECKING:
+    from .commit import CommitContext
+    from .lake import Lake
+    from .staged import DataFileSpec, DeleteFileSpec, StagedTable
+
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+DEFAULT_DELETE_THRESHOLD = 0.95
+_UNITS = {
+    "microsecond": 1e-6,
+    "millisecond": 1e-3,
+    "second": 1,
+    "minute": 60,
+    "hour": 3600,
+    "day": 86400,
+    "week": 7 * 86400,
+    "month": 30 * 86400,
+    "year": 365 * 86400,
+}
+
+
+def parse_interval(text: str) -> timedelta:
+    """'1 week', '3 days 2 hours', '30 minutes' (DuckDB's option values) as a timedelta."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]+)", text.strip().lower())
+    if not parts:
+        raise InvalidChangeError(f"cannot read {text!r} as an interval (say e.g. '7 days')")
+    seconds = 0.0
+    for amount, unit in parts:
+        base = unit[:-1] if unit.endswith("s") and unit[:-1] in _UNITS else unit
+        if base not in _UNITS:
+            raise InvalidChangeError(
+                f"unknown interval unit {unit!r} in {text!r}; use one of {', '.join(_UNITS)}"
+            )
+        seconds += float(amount) * _UNITS[base]
+    return timedelta(seconds=seconds)
+
+
+# -- choosing tables and files ------------------------------------------------------------
+
+
+def tables_in_scope(
+    lake: Lake, cat: CatalogReader, schema: str | None, table: str | None
+) -> list[TableInfo]:
+    """The named table, or every table (of `schema`) whose `auto_compact` is not false."""
+    if table is not None:
+        return [cat.table(schema or "main", table)]
+    options = lake.options()
+    chosen = []
+    for t in cat.tables(schema):
+        flag = resolve_option(
+            options, "auto_compact", schema_id=t.schema_id, table_id=t.table_id, default="true"
+        )
+        if str(flag).lower() != "false":
+            chosen.append(t)
+    return chosen
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    """Files that become one output file."""
+
+    table: TableInfo
+    files: tuple[DataFile, ...]
+
+    @property
+    def begin_snapshot(self) -> int:
+        return min(f.begin_snapshot for f in self.files)
+
+    @property
+    def last_snapshot(self) -> int:
+        return max(f.partial_max or f.begin_snapshot for f in self.files)
+
+
+def _column_signature(rows: Sequence[Any], snap: int) -> frozenset[tuple[Any, ...]]:
+    return frozenset(
+        (r.column_id, r.column_type, r.parent_column) for r in CatalogReader._rows_at(rows, snap)
+    )
+
+
+def merge_groups(
+    lake: Lake,
+    cat: CatalogReader,
+    table: TableInfo,
+    *,
+    max_compacted_files: int | None,
+    min_file_size: int | None,
+    max_file_size: int | None,
+) -> list[FileGroup]:
+    """Adjacent live files without deletes, same partition, written under the current
+    columns, packed in file order up to the target size; groups of one are left alone."""
+    target = _target_file_size(lake, table)
+    upper = max_file_size if max_file_size is not None else target
+    if upper <= 0:
+        raise InvalidChangeError("max_file_size must be greater than 0")
+    with cat.session():
+        files = cat.data_files(table)
+        inline_deleted = {d.data_file_id for d in cat.inlined_deletes(table.table_id)}
+        column_rows = cat._column_rows(table.table_id)
+        spec = cat.partition_spec(table.table_id)
+    current = _column_signature(column_rows, cat.snapshot_id)
+    partition_id = spec.partition_id if spec is not None else None
+    by_key: dict[tuple[Any, ...], list[DataFile]] = {}
+    for f in files:
+        if (
+            f.delete_file is not None
+            or f.data_file_id in inline_deleted
+            or f.file_size_bytes >= upper
+            or (min_file_size is not None and f.file_size_bytes < min_file_size)
+            or f.partition_id != partition_id
+            or _column_signature(column_rows, f.begin_snapshot) != current
+        ):
+            continue
+        by_key.setdefault(f.partition_values, []).append(f)
+    return _pack(table, by_key, target, max_compacted_files, singles=False)
+
+
+def rewrite_groups(
+    lake: Lake, cat: CatalogReader, table: TableInfo, *, delete_threshold: float | None
+) -> list[FileGroup]:
+    """Live files whose deleted share reaches the threshold, packed per partition."""
+    if delete_threshold is None:
+        text = lake.option(
+            "rewrite_delete_threshold", schema_id=table.schema_id, table_id=table.table_id
+        )
+        delete_threshold = float(text) if text is not None else DEFAULT_DELETE_THRESHOLD
+    if not 0 <= delete_threshold <= 1:
+        raise InvalidChangeError(
+            f"delete_threshold must be between 0 and 1, got {delete_threshold}"
+        )
+    with cat.session():
+        files = cat.data_files(table)
+        inline_deleted: dict[int, int] = {}
+        for d in cat.inlined_deletes(table.table_id):
+            inline_deleted[d.data_file_id] = inline_deleted.get(d.data_file_id, 0) + 1
+    by_key: dict[tuple[Any, ...], list[DataFile]] = {}
+    for f in files:
+        deleted = (f.delete_file.delete_count if f.delete_file else 0) + inline_deleted.get(
+            f.data_file_id, 0
+        )
+        if deleted and f.record_count and deleted / f.record_count >= delete_threshold:
+            by_key.setdefault(f.partition_values, []).append(f)
+    return _pack(table, by_key, _target_file_size(lake, table), None, singles=True)
+
+
+def _target_file_size(lake: Lake, table: TableInfo) -> int:
+    text = lake.option("target_file_size", schema_id=table.schema_id, table_id=table.table_id)
+    return parse_size(text) if text else DEFAULT_TARGET_FILE_SIZE
+
+
+def _pack(
+    table: TableInfo,
+    by_key: dict[tuple[Any, ...], list[DataFile]],
+    target: int,
+    max_groups: int | None,
+    *,
+    singles: bool,
+) -> list[FileGroup]:
+    groups: list[FileGroup] = []
+    for files in by_key.values():
+        current: list[DataFile] = []
+        size = 0
+        for f in files:
+            current.append(f)
+            size += f.file_size_bytes
+            if size >= target:
+                groups.append(FileGroup(table, tuple(current)))
+                current, size = [], 0
+        if current:
+            groups.append(FileGroup(table, tuple(current)))
+    groups = [g for g in groups if singles or len(g.files) > 1]
+    return groups[:max_groups] if max_groups is not None else groups
+
+
+# -- committing a compaction --------------------------------------------------------------
+
+
+def apply_compaction(
+    ctx: CommitContext,
+    t: StagedTable,
+    kind: str,
+    replaced: Sequence[DataFile],
+    files: list[DataFileSpec],
+) -> None:
+    """`merge_adjacent`: the merged file stands in for its inputs at every snapshot, so
+    their rows leave the catalog (paths scheduled for deletion). `rewrite_delete`: the
+    new file holds the inputs' live rows from this snapshot on; the inputs and their
+    delete files end here and stay readable by time travel."""
+    assert t.table_id is not None
+    ids = [f.data_file_id for f in replaced]
+    if kind == "merge_adjacent":
+        for f in replaced:
+            ctx.schedule_deletion(t, f.data_file_id, f.stored_path, f.path_is_relative)
+        for target in (
+            "ducklake_data_file",
+            "ducklake_file_column_stats",
+            "ducklake_file_partition_value",
+        ):
+            ctx.run_in(f"DELETE FROM {ctx.t(target)} WHERE data_file_id IN :ids", ids)
+        ctx.add_files(t, files, change=None, count=False)
+    elif kind == "rewrite_delete":
+        ctx.end_files(t, ids, change=None)
+        stats = ctx.table_stats(t.table_id)
+        stats.record_count -= sum(f.record_count for f in replaced)
+        stats.file_size_bytes -= sum(f.file_size_bytes for f in replaced)
+        stats.dirty = True
+        ctx.add_files(t, files, change=None)
+    else:
+        raise ValueError(f"unknown compaction {kind!r}")
+    ctx.change(kind, t.table_id)
+
+
+@dataclass(frozen=True)
+class Flush:
+    """Inlined data moved to files: the files (rows keep their ids and snapshots), delete
+    files for rows of theirs that had ended (`new_file_deletes`: index into `files`), delete
+    files replacing inlined deletions of older files, and the catalog rows to remove."""
+
+    files: list[DataFileSpec]
+    new_file_deletes: list[tuple[int, DeleteFileSpec]]
+    file_deletes: list[DeleteFileSpec]
+    row_ids: list[int]
+    deleted_positions: list[tuple[int, int]]  # (data file id, position)
+
+
+def apply_flush(ctx: CommitContext, t: StagedTable, flush: Flush) -> None:
+    assert t.table_id is not None
+    ids = ctx.add_files(t, flush.files, change=None, count=False)
+    deletes = [replace(d, data_file_id=ids[i]) for i, d in flush.new_file_deletes]
+    if deletes or flush.file_deletes:
+        ctx.add_deletes(t, deletes + flush.file_deletes)
+    if flush.row_ids:
+        names = ctx.run(
+            f"SELECT table_name FROM {ctx.t('ducklake_inlined_data_tables')} WHERE table_id = :tid",
+            {"tid": t.table_id},
+        ).fetchall()
+        for (name,) in names:
+            ctx.run_in(f"DELETE FROM {ctx.t(name)} WHERE row_id IN :ids", flush.row_ids)
+    if flush.deleted_positions:
+        ctx.run(
+            f"DELETE FROM {ctx.t(ddl.inlined_delete_table_name(t.table_id))} "
+            "WHERE file_id = :f AND row_id = :r",
+            [{"f": f, "r": r} for f, r in flush.deleted_positions],
+        )
+    ctx.change("inline_flush", t.table_id)
+
+
+# -- expiring snapshots -------------------------------------------------------------------
+
+
+def _gone(snap: str, alias: str = "") -> str:
+    """Rows that ended and that no remaining snapshot can see."""
+    a = f"{alias}." if alias else ""
+    return (
+        f"{a}end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {snap} s "
+        f"WHERE s.snapshot_id >= {a}begin_snapshot AND s.snapshot_id < {a}end_snapshot)"
+    )
+
+
+def expire_snapshots(
+    lake: Lake,
+    *,
+    versions: Iterable[int] | None = None,
+    older_than: datetime | None = None,
+    dry_run: bool = False,
+) -> list[Snapshot]:
+    """Remove snapshots (never the latest) and every catalog row only they could see.
+
+    Files nobody can read any more are scheduled for deletion; no new snapshot is
+    written (as DuckDB). Without `versions` or `older_than` the `expire_older_than`
+    option decides; without that too, nothing expires.
+    """
+    if versions is None and older_than is None:
+        text = lake.option("expire_older_than")
+        if text is None:
+            return []
+        older_than = datetime.now(UTC) - parse_interval(text)
+    with lake.write_connection() as conn:
+        latest = lake.latest_snapshot(conn)
+        rows = conn.execute(sa.text(lake._snapshot_query("1=1"))).fetchall()
+        snaps = [snapshot_from_row(r) for r in rows if r.snapshot_id != latest.snapshot_id]
+        wanted = set(versions) if versions is not None else None
+        chosen = [
+            s
+            for s in snaps
+            if (wanted is None or s.snapshot_id in wanted)
+            and (older_than is None or s.snapshot_time < older_than)
+        ]
+        if dry_run or not chosen:
+            return chosen
+        _remove_snapshots(lake, conn, [s.snapshot_id for s in chosen])
+    return chosen
+
+
+def _remove_snapshots(lake: Lake, conn: Any, ids: list[int]) -> None:
+    q = lake.qualified
+    run = _runner(conn)
+    in_ids: Any = sa.bindparam("ids", expanding=True)
+    for table in ("ducklake_snapshot", "ducklake_snapshot_changes"):
+        conn.execute(
+            sa.text(f"DELETE FROM {q(table)} WHERE snapshot_id IN :ids").bindparams(in_ids),
+            {"ids": ids},
+        )
+    snap = q("ducklake_snapshot")
+    gone_tables = [
+        r.table_id
+        for r in run(
+            f"""SELECT DISTINCT table_id FROM {q("ducklake_table")} t
+                WHERE {_gone(snap, "t")} AND NOT EXISTS (
+                    SELECT 1 FROM {q("ducklake_table")} t2 WHERE t2.table_id = t.table_id
+                    AND NOT ({_gone(snap, "t2")}))"""
+        )
+    ]
+    now = datetime.now(UTC)
+    roots = table_roots(lake, conn)
+    for kind, id_col, extra in (
+        ("ducklake_data_file", "data_file_id", ""),
+        ("ducklake_delete_file", "delete_file_id", ""),
+    ):
+        owner = f"table_id IN ({_ids(gone_tables)}) OR " if gone_tables else ""
+        if kind == "ducklake_delete_file":
+            extra = f"data_file_id NOT IN (SELECT data_file_id FROM {q('ducklake_data_file')}) OR "
+        doomed = run(
+            f"""SELECT {id_col} AS id, table_id, path, path_is_relative FROM {q(kind)} f
+                WHERE {owner}{extra}({_gone(snap, "f")})"""
+        )
+        if not doomed:
+            continue
+        doomed_ids = [r.id for r in doomed]
+        for r in doomed:
+            run(
+                f"INSERT INTO {q('ducklake_files_scheduled_for_deletion')} "
+                "VALUES (:id, :p, :rel, :t)",
+                {
+                    **_stored_path(lake, roots, r.table_id, r.path, r.path_is_relative),
+                    "id": r.id,
+                    "t": encode_catalog_time(lake.backend, now),
+                },
+            )
+        targets = (
+            ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_partition_value")
+            if kind == "ducklake_data_file"
+            else ("ducklake_delete_file",)
+        )
+        for target in targets:
+            col = id_col if target == kind else "data_file_id"
+            conn.execute(
+                sa.text(f"DELETE FROM {q(target)} WHERE {col} IN :ids").bindparams(in_ids),
+                {"ids": doomed_ids},
+            )
+    if gone_tables:
+        for target in (
+            "ducklake_table",
+            "ducklake_table_stats",
+            "ducklake_table_column_stats",
+            "ducklake_partition_info",
+            "ducklake_partition_column",
+            "ducklake_column",
+            "ducklake_column_tag",
+            "ducklake_sort_info",
+            "ducklake_sort_expression",
+            "ducklake_schema_versions",
+            "ducklake_column_mapping",
+        ):
+            if lake.has_table(target, conn):
+                run(f"DELETE FROM {q(target)} WHERE table_id IN ({_ids(gone_tables)})")
+        inlined = run(
+            f"SELECT table_name FROM {q('ducklake_inlined_data_tables')} "
+            f"WHERE table_id IN ({_ids(gone_tables)})"
+        )
+        run(
+            f"DELETE FROM {q('ducklake_inlined_data_tables')} "
+            f"WHERE table_id IN ({_ids(gone_tables)})"
+        )
+        names = [r.table_name for r in inlined]
+        names += [ddl.inlined_delete_table_name(t) for t in gone_tables]
+        for name in names:
+            run(f"DROP TABLE IF EXISTS {q(name)}")
+    for target in ("ducklake_schema", "ducklake_view", "ducklake_tag"):
+        run(f"DELETE FROM {q(target)} WHERE {_gone(snap)}")
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(str(int(i)) for i in ids)
+
+
+def _runner(conn: Any) -> Callable[..., Sequence[Any]]:
+    def run(sql: str, params: dict[str, Any] | None = None) -> Sequence[Any]:
+        result = conn.execute(sa.text(sql), params or {})
+        return result.fetchall() if result.returns_rows else []
+
+    return run
+
+
+# -- paths --------------------------------------------------------------------------------
+
+
+def table_roots(lake: Lake, conn: Any) -> dict[int, tuple[str, bool]]:
+    """table id -> (directory relative to the data path or absolute, is_relative)."""
+    q = lake.qualified
+    schemas: dict[int, tuple[str, bool]] = {}
+    for r in conn.execute(
+        sa.text(f"SELECT schema_id, path, path_is_relative FROM {q('ducklake_schema')}")
+    ).fetchall():
+        schemas[r.schema_id] = (r.path or "", bool(_as_bool(r.path_is_relative)))
+    roots: dict[int, tuple[str, bool]] = {}
+    for r in conn.execute(
+        sa.text(f"SELECT table_id, schema_id, path, path_is_relative FROM {q('ducklake_table')}")
+    ).fetchall():
+        if not _as_bool(r.path_is_relative):
+            roots[r.table_id] = (r.path or "", False)
+            continue
+        spath, srel = schemas.get(r.schema_id, ("", True))
+        roots[r.table_id] = (spath + (r.path or ""), srel)
+    return roots
+
+
+def _stored_path(
+    lake: Lake, roots: dict[int, tuple[str, bool]], table_id: int, path: str, relative: Any
+) -> dict[str, Any]:
+    """How ducklake_files_scheduled_for_deletion stores a file: relative to the data path."""
+    if not _as_bool(relative):
+        return {"p": path, "rel": _bool(lake, False)}
+    root, root_rel = roots.get(table_id, ("", True))
+    return {"p": root + path, "rel": _bool(lake, root_rel)}
+
+
+def absolute_path(lake: Lake, path: str, relative: Any) -> str:
+    return lake.data_path + path if _as_bool(relative) else path
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.lower() in ("1", "t", "true")
+    return bool(value)
+
+
+def _bool(lake: Lake, value: bool) -> Any:
+    return value if lake.backend == "postgres" else int(value)
+
+
+# -- files to delete ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScheduledFile:
+    data_file_id: int
+    path: str  # absolute
+    scheduled: datetime
+
+
+def cleanup_candidates(
+    lake: Lake, *, older_than: datetime | None, cleanup_all: bool
+) -> list[ScheduledFile]:
+    """Files scheduled for deletion before `older_than` (or all): DuckDB's defaults apply
+    the `delete_older_than` option when neither is given; without it nothing is chosen."""
+    if not cleanup_all and older_than is None:
+        text = lake.option("delete_older_than")
+        if text is None:
+            return []
+        older_than = datetime.now(UTC) - parse_interval(text)
+    with lake.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT data_file_id, path, path_is_relative, schedule_start "
+                f"FROM {lake.qualified('ducklake_files_scheduled_for_deletion')}"
+            )
+        ).fetchall()
+    chosen = []
+    for r in rows:
+        when = decode_catalog_time(r.schedule_start)
+        if cleanup_all or (older_than is not None and when < older_than):
+            chosen.append(
+                ScheduledFile(r.data_file_id, absolute_path(lake, r.path, r.path_is_relative), when)
+            )
+    return chosen
+
+
+def forget_scheduled(lake: Lake, files: Sequence[ScheduledFile]) -> None:
+    """Drop the schedule rows of files that are gone from storage."""
+    if not files:
+        return
+    with lake.write_connection() as conn:
+        conn.execute(
+            sa.text(
+                f"DELETE FROM {lake.qualified('ducklake_files_scheduled_for_deletion')} "
+                "WHERE data_file_id IN :ids"
+            ).bindparams(sa.bindparam("ids", expanding=True)),
+            {"ids": [f.data_file_id for f in files]},
+        )
+
+
+def orphan_candidates(lake: Lake, *, older_than: datetime | None, cleanup_all: bool) -> list[str]:
+    """Parquet files under the data path the catalog does not know (not as data, delete
+    or scheduled file), last modified before `older_than` (or any age with cleanup_all)."""
+    if not cleanup_all and older_than is None:
+        text = lake.option("delete_older_than")
+        if text is None:
+            return []
+        older_than = datetime.now(UTC) - parse_interval(text)
+    q = lake.qualified
+    known: set[str] = set()
+    with lake.connect() as conn:
+        roots = table_roots(lake, conn)
+        for kind in ("ducklake_data_file", "ducklake_delete_file"):
+            for r in conn.execute(
+                sa.text(f"SELECT table_id, path, path_is_relative FROM {q(kind)}")
+            ).fetchall():
+                stored = _stored_path(lake, roots, r.table_id, r.path, r.path_is_relative)
+                known.add(os.path.normpath(absolute_path(lake, stored["p"], stored["rel"])))
+        for r in conn.execute(
+            sa.text(
+                f"SELECT path, path_is_relative FROM {q('ducklake_files_scheduled_for_deletion')}"
+            )
+        ).fetchall():
+            known.add(os.path.normpath(absolute_path(lake, r.path, r.path_is_relative)))
+    found = []
+    for directory, _dirs, names in os.walk(lake.data_path):
+        for name in names:
+            if not name.endswith(".parquet"):
+                continue
+            path = os.path.normpath(os.path.join(directory, name))
+            if path in known:
+                continue
+            modified = datetime.fromtimestamp(os.path.getmtime(path), UTC)
+            if cleanup_all or (older_than is not None and modified < older_than):
+                found.append(path)
+    return sorted(found)
