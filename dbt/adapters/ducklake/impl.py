@@ -25,10 +25,12 @@ from dbt_common.exceptions import DbtRuntimeError
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
+from .lake.changes import qualified_name
 from .lake.errors import CatalogNotFoundError
 from .lake.options import SETTABLE_OPTIONS
 from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
+from .snapshots import consumed_snapshot, plan_changes_snapshot
 from .spark.types import spark_type
 from .spark.views import scan_relation
 
@@ -251,13 +253,7 @@ class DucklakeAdapter(SQLAdapter):
     @available
     def snapshot_history(self, relation: Any = None, limit: int = 50) -> list[dict[str, Any]]:
         """The newest `limit` snapshots (of `relation`, a relation or 'schema.name')."""
-        if relation is None:
-            snaps = self._handle().lake.snapshots()
-        else:
-            if isinstance(relation, str):
-                schema, _, name = relation.rpartition(".")
-                relation = self.Relation.create(schema=schema or None, identifier=name)
-            snaps = self._touching(relation)
+        snaps = self._handle().lake.snapshots() if relation is None else self._touching(relation)
         return [
             {
                 "snapshot_id": s.snapshot_id,
@@ -269,26 +265,67 @@ class DucklakeAdapter(SQLAdapter):
             for s in sorted(snaps, key=lambda s: s.snapshot_id, reverse=True)[:limit]
         ]
 
-    def _touching(self, relation: BaseRelation) -> list[Any]:
+    @available
+    def builds_since_compaction(self, relation: Any) -> int:
+        """Snapshots that changed `relation` since its last merge_adjacent_files (all of
+        them if it was never compacted): drives "compact every N builds" hooks."""
+        count = 0
+        for s in sorted(self._touching(relation), key=lambda s: s.snapshot_id, reverse=True):
+            if any(c.kind == "merge_adjacent" for c in s.changes):
+                break
+            count += 1
+        return count
+
+    @available
+    def plan_changes_snapshot(
+        self, model: Any, target: BaseRelation | None, compiled_sql: str
+    ) -> dict[str, Any] | None:
+        """Stage a strategy='changes' snapshot run (see snapshots.py); None: no change."""
+        config = _get(model, "config")
+        if config.get("dbt_valid_to_current"):
+            raise DbtRuntimeError(
+                f"snapshot {_get(model, 'name')}: strategy 'changes' keeps open versions' "
+                "dbt_valid_to NULL; remove dbt_valid_to_current"
+            )
+        return plan_changes_snapshot(
+            self._handle(),
+            _get(model, "name"),
+            _get(model, "alias") or _get(model, "name"),
+            compiled_sql,
+            config.get("unique_key"),
+            config.get("snapshot_table_column_names"),
+            consumed_snapshot(self._touching(target)) if target is not None else None,
+            self.config.credentials.schema,
+        )
+
+    def _touching(self, relation: Any) -> list[Any]:
+        """Snapshots that changed `relation` (a relation or 'schema.name'), oldest first."""
+        if isinstance(relation, str):
+            schema_part, _, name_part = relation.rpartition(".")
+            relation = self.Relation.create(schema=schema_part or None, identifier=name_part)
         lake = self._handle().lake
         schema, name = relation.schema or self.config.credentials.schema, relation.identifier
-        ids = {str(i) for i in lake.catalog().table_ids_ever(schema, name or "")}
-        created = {f"{schema}.{name}".lower()}
-        return [
-            s
-            for s in lake.snapshots()
-            if any(c.value in ids or c.value.replace('"', "").lower() in created for c in s.changes)
-        ]
+        ids = lake.catalog().table_ids_ever(schema, name or "")
+        return lake.snapshots_touching(ids, [qualified_name(schema, name or "")])
 
     # -- commit info --------------------------------------------------------------------
     @available
-    def set_commit_context(self, node: Any, action: str, message: str | None = None) -> str:
+    def set_commit_context(
+        self,
+        node: Any,
+        action: str,
+        message: str | None = None,
+        more: dict[str, Any] | None = None,
+    ) -> str:
         """Make the next snapshots of this connection carry this node's commit info;
         `action` is the materialization (and strategy), e.g. `incremental merge`."""
         unique_id = _get(node, "unique_id") or "?"
         verb = {"seed": "seed", "snapshot": "snapshot"}.get(_get(node, "resource_type"), "run")
         extra = commit_extra_info(
-            getattr(self.config, "target_name", None), unique_id=unique_id, materialization=action
+            getattr(self.config, "target_name", None),
+            unique_id=unique_id,
+            materialization=action,
+            **(more or {}),
         )
         text = message or f"dbt {verb} {unique_id} ({action})"
         self._handle().set_commit(text, extra)

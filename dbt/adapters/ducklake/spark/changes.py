@@ -24,6 +24,7 @@ from .scan import (
     DELETE_SNAPSHOT,
     FILE_ID_COL,
     POS_COL,
+    ScanMetrics,
     delete_positions,
     read_files,
     spark_rows,
@@ -46,6 +47,7 @@ def table_changes(
     end: int | datetime | None = None,
     *,
     feed: str = "changes",
+    metrics: ScanMetrics | None = None,
 ) -> DataFrame:
     """Changes of schema.name made by snapshots start..end (ids or times; end = latest).
 
@@ -70,6 +72,11 @@ def table_changes(
         inlined = cat.inlined_rows(info.table_id, include_ended=True)
         ids = {f.data_file_id for f in files}
         inlined_deletes = [d for d in cat.inlined_deletes(info.table_id) if d.data_file_id in ids]
+    if metrics is not None:
+        window_rows = [r for r in inlined if r.begin_snapshot >= first or r.end_snapshot]
+        metrics.files_read = len(files)
+        metrics.inlined_rows = len(window_rows)
+        metrics.rows_read = sum(f.record_count for f in files) + len(window_rows)
     names = [c.name for c in columns]
     in_window = F.col("snapshot_id").between(first, last)
     inserted = [_inlined(spark, columns, [r for r in inlined if first <= r.begin_snapshot])]

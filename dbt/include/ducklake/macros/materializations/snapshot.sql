@@ -15,6 +15,11 @@
   {% endif %}
 
   {{ run_hooks(pre_hooks) }}
+  {%- if strategy_name == 'changes' -%}
+    {%- do ducklake__snapshot_changes(target_relation if target_relation_exists else none, target_relation) -%}
+    {{ ducklake__finish_node(target_relation) }}
+    {{ return({'relations': [target_relation]}) }}
+  {%- endif -%}
   {%- set strategy_macro = strategy_dispatch(strategy_name) -%}
   {%- set strategy = strategy_macro(model, "snapshotted_data", "source_data", model['config'], target_relation_exists) -%}
   {%- set internal = ['dbt_change_type', 'DBT_CHANGE_TYPE', 'dbt_unique_key', 'DBT_UNIQUE_KEY'] -%}
@@ -84,4 +89,41 @@
       )
     {%- endcall %}
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- strategy='changes' (CDC): the source is one lake table; this run's versions come from
+    its change feed since the source snapshot the last run consumed (the adapter stages
+    them as Spark views), merged as one DuckLake snapshot whose commit_extra_info records
+    the source snapshot consumed (cdc_source_snapshot). -#}
+{% macro ducklake__snapshot_changes(existing_relation, target_relation) -%}
+  {%- set plan = adapter.plan_changes_snapshot(model, existing_relation, model['compiled_code']) -%}
+  {%- if plan is none -%}
+    {#- dbt wants a statement named main; this one reads nothing and writes nothing -#}
+    {% call statement('main') -%} select 1 as no_source_change where 1 = 0 {%- endcall %}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- do adapter.set_commit_context(model, 'snapshot changes', config.get('commit_message'), {'cdc_source_snapshot': plan.source_snapshot}) -%}
+  {%- set quoted = [] -%}
+  {%- for c in plan.columns -%}{%- do quoted.append(adapter.quote(c)) -%}{%- endfor -%}
+  {%- if existing_relation is none -%}
+    {%- set build_sql = 'select ' ~ quoted | join(', ') ~ ' from ' ~ plan.new_view -%}
+    {%- set final_sql = ducklake__node_sql(none, target_relation, create_table_as(False, target_relation, build_sql), plan.columns) -%}
+  {%- else -%}
+    {%- set valid_to = adapter.quote(plan.valid_to) -%}
+    {%- set final_sql -%}
+      begin;
+      merge into {{ target_relation }} as DBT_INTERNAL_DEST using {{ plan.close_view }} as DBT_INTERNAL_SOURCE
+        on {% for k in plan['keys'] %}DBT_INTERNAL_DEST.{{ adapter.quote(k) }} = DBT_INTERNAL_SOURCE.{{ adapter.quote(k) }} and {% endfor %}DBT_INTERNAL_DEST.{{ valid_to }} is null
+        when matched then update set {{ valid_to }} = DBT_INTERNAL_SOURCE.{{ valid_to }};
+      insert into {{ target_relation }} ({{ quoted | join(', ') }}) select {{ quoted | join(', ') }} from {{ plan.new_view }};
+      commit
+    {%- endset -%}
+  {%- endif -%}
+  {% call statement('main') -%}
+    {{ final_sql }}
+  {%- endcall %}
+  {% call statement('drop_cdc_views') -%}
+    drop view if exists {{ plan.new_view }}{% if plan.close_view %}; drop view if exists {{ plan.close_view }}{% endif %}
+  {%- endcall %}
 {%- endmacro %}
