@@ -27,7 +27,7 @@ from .options import parse_size, resolve_option
 from .reader import CatalogReader, snapshot_from_row
 
 if TYPE_CHECKING:
-    from .commit import CommitContext
+    from .commit_data import DataWriter
     from .lake import Lake
     from .staged import DataFileSpec, DeleteFileSpec, StagedTable
 
@@ -202,7 +202,7 @@ def _pack(
 
 
 def apply_compaction(
-    ctx: CommitContext,
+    ctx: DataWriter,
     t: StagedTable,
     kind: str,
     replaced: Sequence[DataFile],
@@ -249,7 +249,7 @@ class Flush:
     deleted_positions: list[tuple[int, int]]  # (data file id, position)
 
 
-def apply_flush(ctx: CommitContext, t: StagedTable, flush: Flush) -> None:
+def apply_flush(ctx: DataWriter, t: StagedTable, flush: Flush) -> None:
     assert t.table_id is not None
     ids = ctx.add_files(t, flush.files, change=None, count=False)
     deletes = [replace(d, data_file_id=ids[i]) for i, d in flush.new_file_deletes]
