@@ -1,7 +1,8 @@
 """sample_project end to end: `dbt build` (4 threads) on the embedded default, then
 DuckDB's extension reads every model as Spark does, every built node left exactly one
 snapshot with its commit info, and a second build after new orders arrive passes with
-the incremental model taking only the new and changed orders."""
+the incremental model taking only the new and changed orders, and the CDC snapshot
+recording the changed order's old and new versions."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ RELATIONS = [
     "shop.orders_incremental",
     "shop.daily_revenue",
     "shop_history.customers_snapshot",
+    "shop_history.orders_history",
 ]
 
 
@@ -127,3 +129,16 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
     assert ("insert", 1009, "placed") in rows
     assert ("update_postimage", 1005, "shipped") in rows
     assert not any(t == "insert" and oid != 1009 for t, oid, _ in rows), rows
+
+    # the CDC snapshot closed 1005's placed version at that commit and added the new ones
+    history = sql.query(
+        "SELECT order_id, status, dbt_valid_to IS NULL AS current FROM "
+        "shop_history.orders_history WHERE order_id IN (1005, 1009)"
+    )
+    assert sorted(tuple(r) for r in history.collect()) == [
+        (1005, "placed", False),
+        (1005, "shipped", True),
+        (1009, "placed", True),
+    ]
+    ends = sql.query("SELECT max(dbt_valid_to) AS closed FROM shop_history.orders_history").first()
+    assert ends is not None and ends.closed.replace(tzinfo=UTC) == commits[0].snapshot_time
