@@ -10,6 +10,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.include.ducklake import NAMESPACE_PACKAGE_PATH
 from tests import duck
 
 ORDERS = """
@@ -123,6 +124,49 @@ class TestLakeMacros:
             expect_pass=False,
         )
         assert "accepted: col [ASC|DESC]" in log
+
+
+NS_AS_OF = """
+{{ config(materialized='table') }}
+select * from {{ ducklake.at(ref('orders'), invocation_id=var('run_id', 'none')) }}
+"""
+
+NS_INSERTED = """
+{{ config(materialized='table') }}
+select id, batch from {{ ducklake.table_insertions(ref('orders'), var('from', 0), var('to', 0)) }}
+"""
+
+
+class TestDucklakeNamespace:
+    """With the shipped `ducklake` package installed by `dbt deps`, the same macros read
+    as `ducklake.at(...)` and `ducklake.table_insertions(...)` in model SQL."""
+
+    @pytest.fixture(scope="class")
+    def packages(self):  # type: ignore[no-untyped-def]
+        return {"packages": [{"local": NAMESPACE_PACKAGE_PATH}]}
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"orders.sql": ORDERS, "as_of.sql": NS_AS_OF, "inserted.sql": NS_INSERTED}
+
+    def test_namespaced_time_travel_and_change_feed(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        run_dbt(["deps"])
+        run_dbt(["run", "-s", "orders", "--vars", "{batch: 1}"])
+        first_run = _invocation()
+        run_dbt(["run", "-s", "orders", "--vars", "{batch: 2}"])
+        second = lake.latest_snapshot().snapshot_id
+
+        def rows(table: str) -> list[tuple]:  # type: ignore[type-arg]
+            return sorted(
+                tuple(r) for r in project.run_sql(f"select * from {schema}.{table}", fetch="all")
+            )
+
+        run_dbt(["run", "-s", "as_of", "--vars", f"{{run_id: '{first_run}'}}"])
+        assert rows("as_of") == [(i, 1) for i in range(100, 130)]
+        run_dbt(["run", "-s", "inserted", "--vars", f"{{from: {second}, to: {second}}}"])
+        assert rows("inserted") == [(i, 2) for i in range(200, 230)]
 
 
 SMALL = """
