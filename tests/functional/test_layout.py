@@ -4,6 +4,8 @@ unchanged run), refused before any SQL when invalid."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
@@ -24,6 +26,27 @@ select cast(id as int) as id, cast(id % 2 as int) as region from range(0, 200)
 """
 
 
+META = "__ducklake_metadata_lake"
+Layout = tuple[list[tuple[str, str]], list[tuple[str, str]]]
+
+
+def _layout(con: Any, table_id: int) -> Layout:
+    """The table's current partition keys and sort keys, as DuckDB reads them."""
+    parts = con.execute(
+        f"SELECT c.column_name, p.transform FROM {META}.ducklake_partition_column p "
+        f"JOIN {META}.ducklake_column c USING (table_id, column_id) "
+        f"JOIN {META}.ducklake_partition_info i USING (partition_id, table_id) "
+        f"WHERE table_id = {table_id} AND c.end_snapshot IS NULL AND i.end_snapshot IS NULL "
+        "ORDER BY p.partition_key_index"
+    ).fetchall()
+    sort = con.execute(
+        f"SELECT e.expression, e.sort_direction FROM {META}.ducklake_sort_expression e "
+        f"JOIN {META}.ducklake_sort_info i USING (sort_id, table_id) "
+        f"WHERE table_id = {table_id} AND i.end_snapshot IS NULL ORDER BY e.sort_key_index"
+    ).fetchall()
+    return parts, sort
+
+
 def _events(layout: str, start: int) -> str:
     return EVENTS.format(layout=layout, start=start)
 
@@ -40,28 +63,14 @@ class TestLayoutConfigs:
         run_dbt(["run"])
         lake = Lake.open(dbt_profile_target["metadata"])
         con = duck.connect()
-        meta = "__ducklake_metadata_lake"
         path = dbt_profile_target["metadata"].removeprefix("sqlite:///")
 
-        def spec(table: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-            tid = lake.catalog().table(project.test_schema, table).table_id
+        def spec(table: str) -> Layout:
             duck.attach(con, f"sqlite:{path}")
             try:
-                parts = con.execute(
-                    f"SELECT c.column_name, p.transform FROM {meta}.ducklake_partition_column p "
-                    f"JOIN {meta}.ducklake_column c USING (table_id, column_id) "
-                    f"JOIN {meta}.ducklake_partition_info i USING (partition_id, table_id) "
-                    f"WHERE table_id = {tid} AND c.end_snapshot IS NULL AND i.end_snapshot IS NULL "
-                    "ORDER BY p.partition_key_index"
-                ).fetchall()
-                sort = con.execute(
-                    f"SELECT e.expression, e.sort_direction FROM {meta}.ducklake_sort_expression e "
-                    f"JOIN {meta}.ducklake_sort_info i USING (sort_id, table_id) "
-                    f"WHERE table_id = {tid} AND i.end_snapshot IS NULL ORDER BY e.sort_key_index"
-                ).fetchall()
+                return _layout(con, lake.catalog().table(project.test_schema, table).table_id)
             finally:
                 con.execute("DETACH lake")
-            return parts, sort
 
         assert spec("events") == ([("region", "identity")], [("day", "DESC")])
         assert spec("laid_out") == ([("region", "identity")], [("id", "DESC")])
@@ -99,7 +108,7 @@ class TestLayoutConfigs:
         duck.attach(con, f"sqlite:{path}")
         values = con.execute(
             f"SELECT list(v.partition_value ORDER BY v.partition_key_index) "
-            f"FROM {meta}.ducklake_file_partition_value v JOIN {meta}.ducklake_data_file f "
+            f"FROM {META}.ducklake_file_partition_value v JOIN {META}.ducklake_data_file f "
             f"USING (data_file_id) WHERE f.begin_snapshot = {new[1].snapshot_id} "
             "GROUP BY v.data_file_id"
         ).fetchall()
@@ -184,3 +193,73 @@ class TestSchemaChangeIsPartOfTheBuildSnapshot:
         run_dbt(["run"])
         new = lake.snapshots(since=before)
         assert len(new) == 1 and "altered_table" not in {c.kind for c in new[0].changes}
+
+
+SNAPSHOT_SOURCES = """
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: accounts
+"""
+
+LAID_OUT_SNAPSHOT = """
+{{% snapshot {name} %}}
+{{{{ config(target_schema=target.schema, unique_key='id', strategy='{strategy}',
+            {extra} partition_by=['region'], sorted_by=['id desc']) }}}}
+select * from {{{{ source('raw', 'accounts') }}}}
+{{% endsnapshot %}}
+"""
+
+
+class TestSnapshotLayout:
+    """Snapshot nodes take the layout configs too: the SCD table is created partitioned
+    and sorted, and a later run's new versions land in files with partition values."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"sources.yml": SNAPSHOT_SOURCES}
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):  # type: ignore[no-untyped-def]
+        return {
+            "by_check.sql": LAID_OUT_SNAPSHOT.format(
+                name="by_check", strategy="check", extra="check_cols='all',"
+            ),
+            "by_changes.sql": LAID_OUT_SNAPSHOT.format(
+                name="by_changes", strategy="changes", extra=""
+            ),
+        }
+
+    def test_snapshots_are_laid_out(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        project.run_sql(
+            f"create table {schema}.accounts as select cast(id as int) as id, "
+            "cast(id % 3 as int) as region, concat('a', id) as name from range(0, 300)"
+        )
+        run_dbt(["snapshot"])
+        project.run_sql(f"update {schema}.accounts set name = 'renamed' where id < 30")
+        run_dbt(["snapshot"])
+
+        con = duck.connect()
+        duck.attach(con, f"sqlite:{dbt_profile_target['metadata'].removeprefix('sqlite:///')}")
+        for name in ("by_check", "by_changes"):
+            table_id = lake.catalog().table(schema, name).table_id
+            assert _layout(con, table_id) == ([("region", "identity")], [("id", "DESC")])
+            # every file, the first run's and the second's, holds one region
+            per_file = con.execute(
+                f"SELECT f.data_file_id, list(v.partition_value) "
+                f"FROM {META}.ducklake_data_file f LEFT JOIN "
+                f"{META}.ducklake_file_partition_value v USING (data_file_id) "
+                f"WHERE f.table_id = {table_id} AND f.end_snapshot IS NULL "
+                "GROUP BY f.data_file_id"
+            ).fetchall()
+            assert len(per_file) >= 6, (name, per_file)
+            assert all(values in (["0"], ["1"], ["2"]) for _, values in per_file), per_file
+            current = con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE name = 'renamed') "
+                f"FROM lake.{schema}.{name} WHERE dbt_valid_to IS NULL"
+            ).fetchone()
+            assert current == (300, 30), name
+        con.close()
