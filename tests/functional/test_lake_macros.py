@@ -36,6 +36,14 @@ from {{ ducklake_table_changes(ref('orders'), var('from', 0), var('to', 0)) }}
 """
 
 
+def _rows(project, table: str) -> list[tuple]:  # type: ignore[no-untyped-def, type-arg]
+    """A model's rows in the test schema, sorted."""
+    return sorted(
+        tuple(r)
+        for r in project.run_sql(f"select * from {project.test_schema}.{table}", fetch="all")
+    )
+
+
 def _invocation() -> str:
     with open("target/run_results.json") as fp:
         return str(json.load(fp)["metadata"]["invocation_id"])
@@ -61,16 +69,11 @@ class TestLakeMacros:
         second_snapshot = lake.latest_snapshot().snapshot_id
         run_dbt(["run", "-s", "orders", "--vars", "{batch: 3}"])
 
-        def rows(table: str) -> list[tuple]:  # type: ignore[type-arg]
-            return sorted(
-                tuple(r) for r in project.run_sql(f"select * from {schema}.{table}", fetch="all")
-            )
-
         first = [(i, 1) for i in range(100, 130)]
         run_dbt(["run", "-s", "as_of_run", "--vars", f"{{run_id: '{first_run}'}}"])
-        assert rows("as_of_run") == first
+        assert _rows(project, "as_of_run") == first
         run_dbt(["run", "-s", "as_of_version", "--vars", f"{{version: {first_snapshot}}}"])
-        assert rows("as_of_version") == first
+        assert _rows(project, "as_of_version") == first
         # the change feed of the second run only
         run_dbt(
             [
@@ -81,7 +84,7 @@ class TestLakeMacros:
                 f"{{from: {second_snapshot}, to: {second_snapshot}}}",
             ]
         )
-        assert rows("changes") == [("insert", i, 2) for i in range(200, 230)]
+        assert _rows(project, "changes") == [("insert", i, 2) for i in range(200, 230)]
         # an unknown run is a clear error
         _, log = run_dbt_and_capture(
             ["run", "-s", "as_of_run", "--vars", "{run_id: 'no-such-run'}"], expect_pass=False
@@ -150,7 +153,6 @@ class TestDucklakeNamespace:
         return {"orders.sql": ORDERS, "as_of.sql": NS_AS_OF, "inserted.sql": NS_INSERTED}
 
     def test_namespaced_time_travel_and_change_feed(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
-        schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         run_dbt(["deps"])
         run_dbt(["run", "-s", "orders", "--vars", "{batch: 1}"])
@@ -158,15 +160,10 @@ class TestDucklakeNamespace:
         run_dbt(["run", "-s", "orders", "--vars", "{batch: 2}"])
         second = lake.latest_snapshot().snapshot_id
 
-        def rows(table: str) -> list[tuple]:  # type: ignore[type-arg]
-            return sorted(
-                tuple(r) for r in project.run_sql(f"select * from {schema}.{table}", fetch="all")
-            )
-
         run_dbt(["run", "-s", "as_of", "--vars", f"{{run_id: '{first_run}'}}"])
-        assert rows("as_of") == [(i, 1) for i in range(100, 130)]
+        assert _rows(project, "as_of") == [(i, 1) for i in range(100, 130)]
         run_dbt(["run", "-s", "inserted", "--vars", f"{{from: {second}, to: {second}}}"])
-        assert rows("inserted") == [(i, 2) for i in range(200, 230)]
+        assert _rows(project, "inserted") == [(i, 2) for i in range(200, 230)]
 
 
 SMALL = """
