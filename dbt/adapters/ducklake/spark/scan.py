@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,8 +60,29 @@ class ScanMetrics:
     pruned_by: list[str] = field(default_factory=list)
 
 
+# Characters Hadoop's Path keeps as they are in the URI Spark reports as
+# `_metadata.file_path` (java.net.URI's path characters); any other ASCII is %XX-encoded.
+_URI_PATH_SAFE = frozenset(string.ascii_letters + string.digits + "-_.!~*'()@&=+$,;/")
+
+
+def spark_uri(path: str) -> str | None:
+    """The exact `_metadata.file_path` Spark reports for a local file, or None when this
+    cannot be told without asking Hadoop (URLs, ':' or non-ASCII in the path).
+
+    Precomputed once per file on the driver, it lets scans match rows to files by plain
+    string equality instead of decoding a URI on every row.
+    """
+    if "://" in path or ":" in path or not path.isascii():
+        return None
+    full = os.path.abspath(path)
+    return "file:" + "".join(c if c in _URI_PATH_SAFE else f"%{ord(c):02X}" for c in full)
+
+
 def local_path(spark_path: SparkColumn) -> SparkColumn:
-    """Spark's `_metadata.file_path` (a URI) as the plain path the catalog stores."""
+    """Spark's `_metadata.file_path` (a URI) as the plain path the catalog stores.
+
+    Per-row work: only for files whose URI `spark_uri` cannot predict.
+    """
     protected = F.regexp_replace(spark_path, r"\+", "%2B")
     decoded = F.url_decode(protected)
     return F.regexp_replace(decoded, r"^file:(//)?", "")
@@ -249,7 +271,83 @@ def read_files(
     lineage: bool,
     positions: bool = False,
 ) -> DataFrame:
-    """Rows of `files` as of snapshot `snap`, or every row they ever held when None."""
+    """Rows of `files` as of snapshot `snap`, or every row they ever held when None.
+
+    Files that need nothing per row (no deletes, no rows of later snapshots, no missing
+    defaults, field ids present) are read as a plain Parquet scan when the caller asks
+    for no per-file columns; only the others are matched to their file.
+    """
+    defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
+    plain: list[DataFile] = []
+    if not (lineage or positions):
+        plain, files = _split_plain(files, file_stats, defaults, inlined_deletes, snap)
+    parts: list[DataFrame] = []
+    if plain:
+        plain_schema = spark_schema(list(columns), reading=True)
+        raw = read_parquet(spark, plain_schema, [f.path for f in plain])
+        parts.append(raw.select(*[_logical(c) for c in columns]))
+    if files:
+        parts.append(
+            _read_per_file(
+                spark,
+                cat,
+                columns,
+                files,
+                file_stats,
+                defaults,
+                inlined_deletes,
+                snap,
+                lineage,
+                positions,
+            )
+        )
+    result = parts[0]
+    for extra in parts[1:]:
+        result = result.unionByName(extra)
+    return result
+
+
+def _split_plain(
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    defaults: dict[int, Column],
+    inlined_deletes: Sequence[Any],
+    snap: int | None,
+) -> tuple[list[DataFile], list[DataFile]]:
+    """(files readable as they are, files needing per-row work)."""
+    with_inlined_deletes = {d.data_file_id for d in inlined_deletes}
+    plain: list[DataFile] = []
+    other: list[DataFile] = []
+    for f in files:
+        stats = file_stats.get(f.data_file_id) or {}
+        needs = (
+            f.mapping_id is not None
+            or (bool(stats) and any(cid not in stats for cid in defaults))
+            or (
+                snap is not None
+                and (
+                    f.delete_file is not None
+                    or f.data_file_id in with_inlined_deletes
+                    or (f.partial_max is not None and f.partial_max > snap)
+                )
+            )
+        )
+        (other if needs else plain).append(f)
+    return plain, other
+
+
+def _read_per_file(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    defaults: dict[int, Column],
+    inlined_deletes: Sequence[Any],
+    snap: int | None,
+    lineage: bool,
+    positions: bool,
+) -> DataFrame:
     read_schema = spark_schema(list(columns), reading=True)
     read_schema = read_schema.add(
         T.StructField(ROW_ID, T.LongType(), True, {FIELD_ID: ROW_ID_FIELD_ID})
@@ -259,9 +357,15 @@ def read_files(
     )
     # One scan over all files with field ids (plus one per name mapping, for files
     # written without ids); files older than a column with a default get it per file.
-    defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
+    # Rows find their file by the URI Spark reports, precomputed here when possible.
+    uris = [spark_uri(f.path) for f in files]
+    exact = all(u is not None for u in uris)
+    keys = uris if exact else [_norm(f.path) for f in files]
     file_info = spark.createDataFrame(
-        [(_norm(f.path), f.data_file_id, f.row_id_start, f.begin_snapshot) for f in files],
+        [
+            (key, f.data_file_id, f.row_id_start, f.begin_snapshot)
+            for key, f in zip(keys, files, strict=True)
+        ],
         "__ducklake_file string, __ducklake_fid bigint, __ducklake_row_id_start bigint, "
         "__ducklake_begin bigint",
     )
@@ -272,10 +376,10 @@ def read_files(
             mapped.setdefault(f.mapping_id, []).append(f.path)
     raw: DataFrame | None = None
     if by_id:
-        raw = _with_position(read_parquet(spark, read_schema, by_id))
+        raw = _with_position(read_parquet(spark, read_schema, by_id), exact)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
-        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths)
+        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, exact)
         raw = part if raw is None else raw.unionByName(part)
     assert raw is not None
     data = raw.join(F.broadcast(file_info), F.col("__ducklake_path") == F.col("__ducklake_file"))
@@ -306,16 +410,26 @@ def read_files(
     return data.select(*select)
 
 
-def _with_position(df: DataFrame) -> DataFrame:
+def _file_key(exact: bool) -> SparkColumn:
+    """What rows match their file on: Spark's URI as it is, or decoded per row."""
+    path = F.col("_metadata.file_path")
+    return path if exact else local_path(path)
+
+
+def _with_position(df: DataFrame, exact: bool) -> DataFrame:
     return df.select(
         "*",
-        local_path(F.col("_metadata.file_path")).alias("__ducklake_path"),
+        _file_key(exact).alias("__ducklake_path"),
         F.col("_metadata.row_index").alias(_POS),
     )
 
 
 def _read_mapped(
-    spark: SparkSession, columns: Sequence[Column], mapping: Sequence[NameMap], paths: list[str]
+    spark: SparkSession,
+    columns: Sequence[Column],
+    mapping: Sequence[NameMap],
+    paths: list[str],
+    exact: bool,
 ) -> DataFrame:
     """Files without field ids: read each column by the name its mapping gives it."""
     entry_field = {m.column_id: m.target_field_id for m in mapping}
@@ -343,7 +457,7 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
-    df = _with_position(read_parquet(spark, schema, paths))
+    df = _with_position(read_parquet(spark, schema, paths), exact)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType
@@ -451,8 +565,14 @@ def delete_positions(
     (per-row snapshot ids of partial files, else the file's begin) and inlined deletes."""
     parts = []
     if delete_files:
+        uris = [spark_uri(d.path) for d in delete_files]
+        exact = all(u is not None for u in uris)
+        keys = uris if exact else [_norm(d.path) for d in delete_files]
         delete_info = spark.createDataFrame(
-            [(_norm(d.path), d.data_file_id, d.begin_snapshot) for d in delete_files],
+            [
+                (key, d.data_file_id, d.begin_snapshot)
+                for key, d in zip(keys, delete_files, strict=True)
+            ],
             "__ducklake_del_file string, __ducklake_del_fid bigint, __ducklake_del_begin bigint",
         )
         schema = T.StructType(
@@ -463,7 +583,7 @@ def delete_positions(
         )
         read = (
             read_parquet(spark, schema, [d.path for d in delete_files])
-            .select("*", local_path(F.col("_metadata.file_path")).alias("__ducklake_del_path"))
+            .select("*", _file_key(exact).alias("__ducklake_del_path"))
             .join(
                 F.broadcast(delete_info),
                 F.col("__ducklake_del_path") == F.col("__ducklake_del_file"),

@@ -1,0 +1,133 @@
+"""Benchmark: the engine's write and scan paths against plain Spark on the same data.
+
+Data: N rows x 5 columns (`id bigint, s string, n int, d double, dt date`), as in the
+performance issue. In one session and run it times
+- write: `create_table_as` (one DuckLake snapshot) vs `df.write.parquet` (same codec),
+  and the bytes each leaves;
+- scan: `select n, count(*), sum(d) ... group by n` over the lake table vs
+  `spark.read.parquet` of the very files the table holds;
+- scan with 10% of rows deleted through delete files vs the same raw read (no deletes).
+Each figure is the median of `--repeat` runs after one warm-up. `--smoke` is a small size
+for CI, where the figures are printed but fixed job costs dominate them.
+
+    .venv/bin/python bench/engine_paths.py                 # 10,000,000 rows
+    .venv/bin/python bench/engine_paths.py --smoke         # 200,000 rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.engine import create_table_as
+from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
+from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+
+def source(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
+    return spark.range(rows, numPartitions=partitions).select(
+        F.col("id"),
+        F.concat(F.lit("value-"), F.col("id").cast("string")).alias("s"),
+        (F.col("id") % 97).cast("int").alias("n"),
+        F.rand(7).alias("d"),
+        F.date_add(F.lit("2020-01-01").cast("date"), (F.col("id") % 1000).cast("int")).alias("dt"),
+    )
+
+
+def median(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm-up: JIT, Python workers, file system caches
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def aggregate(df: DataFrame) -> list[tuple[int, int, float]]:
+    rows = df.groupBy("n").agg(F.count("*").alias("c"), F.sum("d").alias("sd")).collect()
+    return sorted((r.n, r.c, round(r.sd, 6)) for r in rows)
+
+
+def dir_bytes(path: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(d, f))
+        for d, _, files in os.walk(path)
+        for f in files
+        if f.endswith(".parquet")
+    )
+
+
+def table_files(lake: Lake, table: str) -> list[str]:
+    with lake.catalog().session() as cat:
+        return [f.path for f in cat.table_state("main", table).data_files]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="200,000 rows, 1 repeat (CI)")
+    parser.add_argument("--only", choices=["write", "scan"], default=None)
+    args = parser.parse_args()
+    rows, repeat = (200_000, 1) if args.smoke else (args.rows, args.repeat)
+    spark = get_session(
+        SessionConfig(
+            master="local[2]",
+            conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+        )
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    df = source(spark, rows, args.partitions)
+    root = tempfile.mkdtemp(prefix="bench-engine-")
+    try:
+        lake = Lake.open(f"sqlite:///{root}/meta.sqlite", data_path=f"{root}/data")
+        print(f"rows={rows} partitions={args.partitions} repeat={repeat} spark={spark.version}")
+        if args.only in (None, "write"):
+            counter = iter(range(1000))
+
+            def ours_write() -> None:
+                create_table_as(lake, "main", f"w{next(counter)}", df)
+
+            def raw_write() -> None:
+                df.write.mode("overwrite").parquet(f"{root}/raw")
+
+            ours = median(ours_write, repeat)
+            raw = median(raw_write, repeat)
+            ours_bytes = sum(os.path.getsize(p) for p in table_files(lake, "w0"))
+            raw_bytes = dir_bytes(f"{root}/raw")
+            print(f"write  ours create_table_as {ours:7.2f} s   raw df.write.parquet {raw:7.2f} s")
+            print(f"write  ratio time {ours / raw:.2f}   bytes {ours_bytes / raw_bytes:.2f}")
+        if args.only in (None, "scan"):
+            create_table_as(lake, "main", "t", df)
+            files = table_files(lake, "t")
+            raw_df = spark.read.parquet(*files)
+            expected = aggregate(raw_df)
+            assert aggregate(scan_table(spark, lake, "main", "t")) == expected
+            ours = median(lambda: aggregate(scan_table(spark, lake, "main", "t")), repeat)
+            raw = median(lambda: aggregate(spark.read.parquet(*files)), repeat)
+            print(f"scan   ours scan_table     {ours:7.2f} s   raw spark.read.parquet {raw:7.2f} s")
+            print(f"scan   ratio {ours / raw:.2f}")
+            LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id % 10 = 3")
+            deleted = median(lambda: aggregate(scan_table(spark, lake, "main", "t")), repeat)
+            print(f"scan   10% deleted         {deleted:7.2f} s   ratio to raw {deleted / raw:.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
