@@ -19,17 +19,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from bench.scan_planning import median_seconds
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.scan import scan_table
@@ -47,19 +45,10 @@ def source(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     )
 
 
-def median(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up: JIT, Python workers, file system caches
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def aggregate(df: DataFrame) -> list[tuple[int, int, float]]:
+def aggregate(df: DataFrame) -> list[tuple[int, int, int]]:
+    """97 rows: per n, the count and the sum of d (to 3 places; summing order varies)."""
     rows = df.groupBy("n").agg(F.count("*").alias("c"), F.sum("d").alias("sd")).collect()
-    return sorted((r.n, r.c, round(r.sd, 6)) for r in rows)
+    return sorted((r.n, r.c, round(r.sd * 1000)) for r in rows)
 
 
 def dir_bytes(path: str) -> int:
@@ -106,8 +95,8 @@ def main() -> None:
             def raw_write() -> None:
                 df.write.mode("overwrite").parquet(f"{root}/raw")
 
-            ours = median(ours_write, repeat)
-            raw = median(raw_write, repeat)
+            ours = median_seconds(ours_write, repeat)
+            raw = median_seconds(raw_write, repeat)
             ours_bytes = sum(os.path.getsize(p) for p in table_files(lake, "w0"))
             raw_bytes = dir_bytes(f"{root}/raw")
             print(f"write  ours create_table_as {ours:7.2f} s   raw df.write.parquet {raw:7.2f} s")
@@ -118,12 +107,16 @@ def main() -> None:
             raw_df = spark.read.parquet(*files)
             expected = aggregate(raw_df)
             assert aggregate(scan_table(spark, lake, "main", "t")) == expected
-            ours = median(lambda: aggregate(scan_table(spark, lake, "main", "t")), repeat)
-            raw = median(lambda: aggregate(spark.read.parquet(*files)), repeat)
+
+            def lake_scan() -> object:
+                return aggregate(scan_table(spark, lake, "main", "t"))
+
+            ours = median_seconds(lake_scan, repeat)
+            raw = median_seconds(lambda: aggregate(spark.read.parquet(*files)), repeat)
             print(f"scan   ours scan_table     {ours:7.2f} s   raw spark.read.parquet {raw:7.2f} s")
             print(f"scan   ratio {ours / raw:.2f}")
             LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id % 10 = 3")
-            deleted = median(lambda: aggregate(scan_table(spark, lake, "main", "t")), repeat)
+            deleted = median_seconds(lake_scan, repeat)
             print(f"scan   10% deleted         {deleted:7.2f} s   ratio to raw {deleted / raw:.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)

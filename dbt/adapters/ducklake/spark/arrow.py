@@ -127,10 +127,20 @@ def _stat_value(col: Column, value: Any) -> str | None:
 
 
 def file_facts(
-    path: str, columns: Sequence[Column], nan_flags: dict[int, bool], stored_path: str
+    path: str, columns: Sequence[Column], nan_flags: dict[int, bool] | None, stored_path: str
 ) -> dict[str, Any]:
-    """record count, sizes and per-leaf stats of a written file (from its footer)."""
+    """record count, sizes and per-leaf stats of a written file (from its footer).
+
+    `nan_flags` None: the file was written by Spark, whose float min/max count NaN as
+    the largest value; a NaN bound marks a NaN, and only then is that column read to
+    find the bounds without it, as DuckDB keeps them.
+    """
     meta = pq.read_metadata(path)
+    exact: dict[int, tuple[str | None, str | None]] = {}
+    if nan_flags is None:
+        nan_flags = _nan_from_footer(meta, columns)
+        if any(nan_flags.values()):
+            exact = _float_bounds(path, columns, [cid for cid, nan in nan_flags.items() if nan])
     leaves = _leaf_columns(columns)
     stats: dict[int, dict[str, Any]] = {}
     for leaf in leaves:
@@ -165,6 +175,8 @@ def file_facts(
         entry = stats[leaf.column_id]
         if entry.pop("incomplete", False):
             entry["min"] = entry["max"] = None
+        if leaf.column_id in exact:
+            entry["min"], entry["max"] = exact[leaf.column_id]
         if leaf.type in FLOAT_TYPES:
             entry["nan"] = nan_flags.get(leaf.column_id, False)
     return {
@@ -174,6 +186,40 @@ def file_facts(
         "footer_size": meta.serialized_size,
         "stats": json.dumps(stats),
     }
+
+
+def _nan_from_footer(meta: pq.FileMetaData, columns: Sequence[Column]) -> dict[int, bool]:
+    leaves = _leaf_columns(columns)
+    flags: dict[int, bool] = {}
+    for i, leaf in enumerate(leaves):
+        if leaf.type not in FLOAT_TYPES:
+            continue
+        flags[leaf.column_id] = False
+        for rg in range(meta.num_row_groups):
+            st = meta.row_group(rg).column(i).statistics
+            if st is not None and st.has_min_max and (_is_nan(st.min) or _is_nan(st.max)):
+                flags[leaf.column_id] = True
+    return flags
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _float_bounds(
+    path: str, columns: Sequence[Column], column_ids: Sequence[int]
+) -> dict[int, tuple[str | None, str | None]]:
+    """min/max without NaN of top-level float columns, read from the file."""
+    by_id = {c.column_id: c for c in columns}
+    table = pq.read_table(path, columns=[by_id[cid].name for cid in column_ids])
+    out: dict[int, tuple[str | None, str | None]] = {}
+    for cid in column_ids:
+        col = by_id[cid]
+        array = table.column(col.name)
+        bounds = pc.min_max(pc.filter(array, pc.invert(pc.is_nan(array))))
+        lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+        out[cid] = (_stat_value(col, lo), _stat_value(col, hi))
+    return out
 
 
 def _contains_nan(table: pa.RecordBatch, leaf: Column, columns: Sequence[Column]) -> bool:
@@ -324,6 +370,23 @@ def _cast(array: pa.Array, target: pa.DataType) -> pa.Array:
     if array.type.equals(target):
         return array
     return array.cast(target)
+
+
+class FooterTask:
+    """Picklable task body: the footer facts of each file path it is given (files
+    written by Spark, see native_write.py)."""
+
+    def __init__(self, columns: list[Column], root: str):
+        self.columns = columns
+        self.root = root
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = []
+        for batch in batches:
+            for stored in batch.column(0).to_pylist():
+                rows.append(file_facts(self.root + stored, self.columns, None, stored))
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows)
 
 
 # ---------------------------------------------------------------------------------------

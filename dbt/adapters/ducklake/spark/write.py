@@ -26,6 +26,7 @@ from ..lake.codec import stats_string
 from ..lake.models import Column
 from ..lake.staged import DataFileSpec, FileColumnStats, StagedTable
 from .arrow import FileWriter, WriteOptions
+from .native_write import native_writable, write_native
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -211,6 +212,11 @@ def write_data_files(
         data = data.repartition(*[F.col(c) for c in part_cols])
     if part_cols or sort_exprs:
         data = data.sortWithinPartitions(*[F.col(c) for c in part_cols], *sort_exprs)
+    if native_writable(columns, options, bool(plan)):
+        facts = write_native(data, columns, options, row_ids=row_ids, snapshot_ids=snapshot_ids)
+        specs = [_spec({**f, "partition_values": "null"}) for f in facts]
+        log.info("wrote %s file(s) for %s", len(specs), table.qualified_name)
+        return specs
     transforms = [(key, col.type, transform) for key, col, transform in plan]
     task = _WriteTask(columns, options, transforms, row_ids, snapshot_ids)
     rows = data.mapInArrow(task, _RESULT_SCHEMA).collect()  # one small row per file
@@ -220,6 +226,7 @@ def write_data_files(
 
 
 def _spec(row: Any) -> DataFileSpec:
+    """A result row (Spark Row or dict) as the file to register."""
     stats = {
         int(cid): FileColumnStats(
             value_count=s["value_count"],
@@ -229,14 +236,14 @@ def _spec(row: Any) -> DataFileSpec:
             contains_nan=s["nan"],
             column_size_bytes=s["size"],
         )
-        for cid, s in json.loads(row.stats).items()
+        for cid, s in json.loads(row["stats"]).items()
     }
-    pv = json.loads(row.partition_values)
+    pv = json.loads(row["partition_values"])
     return DataFileSpec(
-        path=row.path,
-        record_count=row.record_count,
-        file_size_bytes=row.file_size,
-        footer_size=row.footer_size,
+        path=row["path"],
+        record_count=row["record_count"],
+        file_size_bytes=row["file_size"],
+        footer_size=row["footer_size"],
         column_stats=stats,
         partition_values=tuple(pv) if pv is not None else None,
     )

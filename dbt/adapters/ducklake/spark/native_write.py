@@ -1,0 +1,163 @@
+"""DataFrame -> DuckLake data files through Spark's own Parquet writer.
+
+Spark's writer runs in the JVM: no rows cross to Python workers, and the files are the
+bytes `df.write.parquet` makes. It puts field ids on top-level columns (the session
+enables `spark.sql.parquet.fieldId.write.enabled`), which is all DuckDB needs for flat
+tables. Lists and maps need ids on their elements and DuckDB-style partition
+directories need our own layout, so those tables, and types or options Spark's writer
+cannot express as DuckDB does, stay on the Arrow writer (write.py / arrow.py).
+
+Stats come from the footers the write produced, read by one small Spark job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..lake.models import Column
+from ..lake.types import is_decimal
+from .arrow import FooterTask, WriteOptions
+from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_type
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+# DuckLake types Spark writes with the physical and logical types DuckDB's writer uses
+_FLAT_TYPES = frozenset(
+    {
+        "boolean",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float32",
+        "float64",
+        "varchar",
+        "json",
+        "blob",
+        "date",
+        "timestamp",
+        "timestamptz",
+    }
+)
+# DuckLake's parquet_compression values Spark's writer has built in
+_CODECS = {"snappy": "snappy", "zstd": "zstd", "gzip": "gzip", "uncompressed": "uncompressed"}
+# bytes per value in memory, by type; strings and blobs are taken at 32
+_WIDTH = {
+    "boolean": 1,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "float32": 4,
+    "float64": 8,
+    "date": 4,
+    "timestamp": 8,
+    "timestamptz": 8,
+}
+_VARIABLE_WIDTH = 32
+
+
+def native_writable(columns: Sequence[Column], options: WriteOptions, partitioned: bool) -> bool:
+    """Whether Spark's writer can make these files exactly as the Arrow writer would."""
+    return (
+        not partitioned
+        and "://" not in options.root
+        and options.compression in _CODECS
+        and options.compression_level is None
+        and all(c.type in _FLAT_TYPES or is_decimal(c.type) for c in columns)
+    )
+
+
+def write_native(
+    data: DataFrame,
+    columns: Sequence[Column],
+    options: WriteOptions,
+    *,
+    row_ids: bool,
+    snapshot_ids: bool,
+) -> list[dict[str, Any]]:
+    """Write `data` (the table's columns, then row ids / snapshot ids when asked) as
+    files in the table directory; one fact row per non-empty file.
+
+    Spark writes into a staging directory of its own (its commit protocol needs one);
+    the finished files are renamed into place, so a failed write leaves nothing.
+    """
+    fields = [
+        F.col(f"`{c.name}`").cast(spark_type(c)).alias(c.name, metadata={FIELD_ID: c.column_id})
+        for c in columns
+    ]
+    extra = []
+    if row_ids:
+        extra.append(("_ducklake_internal_row_id", ROW_ID_FIELD_ID))
+    if snapshot_ids:
+        extra.append(("_ducklake_internal_snapshot_id", SNAPSHOT_FIELD_ID))
+    for name, field_id in extra:
+        fields.append(F.col(name).cast("bigint").alias(name, metadata={FIELD_ID: field_id}))
+    out = data.select(*fields)
+    staging = f"{options.root}ducklake-write-{uuid.uuid4()}/"
+    try:
+        (
+            out.write.option("compression", _CODECS[options.compression])
+            .option("maxRecordsPerFile", str(_rows_per_file(columns, options.target_file_size)))
+            .option("parquet.block.row.count.limit", str(options.row_group_size))
+            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+            .parquet(staging)
+        )
+        # DuckDB's layout and names: ducklake-<uuid>.parquet in the table directory
+        written = []
+        for name in sorted(os.listdir(staging)):
+            if name.endswith(".parquet") and not name.startswith("."):
+                stored = f"ducklake-{uuid.uuid4()}.parquet"
+                os.rename(staging + name, options.root + stored)
+                written.append(stored)
+    finally:  # what is left is Spark's scratch and checksum files, or a failed write
+        shutil.rmtree(staging, ignore_errors=True)
+    if not written:
+        return []
+    facts = _footer_facts(data, written, columns, options.root)
+    empty = [f for f in facts if f["record_count"] == 0]
+    for f in empty:  # Spark writes one empty file for an empty result
+        os.remove(options.root + f["path"])
+    log.info("Spark's Parquet writer wrote %s file(s)", len(facts) - len(empty))
+    return [f for f in facts if f["record_count"] > 0]
+
+
+def _rows_per_file(columns: Sequence[Column], target_file_size: int) -> int:
+    """Rows per file so that files stay under the target: the rows' in-memory width is
+    an upper bound of their compressed size except for long strings."""
+    width = sum(_WIDTH.get(c.type, 16 if is_decimal(c.type) else _VARIABLE_WIDTH) for c in columns)
+    return max(1, target_file_size // max(1, width))
+
+
+def _footer_facts(
+    data: DataFrame, stored: list[str], columns: Sequence[Column], root: str
+) -> list[dict[str, Any]]:
+    """Footer facts of the written files, read where the files are (executors)."""
+    spark = data.sparkSession
+    paths = spark.createDataFrame([(p,) for p in stored], "path string")
+    task = FooterTask(list(columns), root)
+    rows = paths.repartition(min(len(stored), 64)).mapInArrow(task, _FACTS_SCHEMA).collect()
+    by_path = {r.path: r for r in rows}
+    return [
+        {
+            "path": p,
+            "record_count": by_path[p].record_count,
+            "file_size": by_path[p].file_size,
+            "footer_size": by_path[p].footer_size,
+            "stats": by_path[p].stats,
+        }
+        for p in stored
+    ]
+
+
+_FACTS_SCHEMA = (
+    "path string, record_count bigint, file_size bigint, footer_size bigint, stats string"
+)
