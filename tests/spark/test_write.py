@@ -264,3 +264,39 @@ def test_user_columns_named_like_engine_internals(spark, catalog: Catalog) -> No
     assert sorted(r.path for r in rows) == list(range(5, 30))
     assert len(rows[0]) == 8  # six user columns, then rowid and snapshot_id
     con.close()
+
+
+def test_shuffling_query_is_computed_once_and_inlined_when_small(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    """An aggregate is written at once (a LIMIT first would compute it twice); when its
+    result fits the inlining limit its files are read back, inlined and removed."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    seen = spark.sparkContext.accumulator(0)
+
+    def count_row(value: int) -> int:
+        seen.add(1)
+        return value
+
+    source = (
+        spark.range(0, 5000).repartition(3).select(F.udf(count_row, "bigint")("id").alias("id"))
+    )
+    small = source.groupBy((F.col("id") % 4).alias("k")).agg(F.count("*").alias("c"))
+    create_table_as(lake, "main", "small", small)
+    assert seen.value == 5000  # the source was read once
+    table = lake.catalog().table("main", "small")
+    assert lake.catalog().data_files(table) == []
+    inlined = lake.catalog().inlined_rows(table.table_id)
+    assert sorted(tuple(r.values.values()) for r in inlined) == [(k, 1250) for k in range(4)]
+    table_dir = os.path.join(lake.data_path, "main", "small")
+    assert not glob.glob(os.path.join(table_dir, "**", "*.parquet"), recursive=True)
+    big = source.groupBy((F.col("id") % 40).alias("k")).agg(F.count("*").alias("c"))
+    create_table_as(lake, "main", "big", big)
+    files = lake.catalog().data_files(lake.catalog().table("main", "big"))
+    assert sum(f.record_count for f in files) == 40
+    con = _duck(sqlite_catalog)
+    assert con.execute("SELECT k, c FROM small ORDER BY k").fetchall() == [
+        (k, 1250) for k in range(4)
+    ]
+    assert con.execute("SELECT count(*), sum(c) FROM big").fetchone() == (40, 5000)
+    con.close()

@@ -9,6 +9,7 @@ are stored in the catalog instead of files, as DuckDB does.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from ..lake.staged import StagedTable
 from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec
 from .arrow import WriteOptions
+from .scan import read_back
 from .types import ducklake_spec, python_rows, spark_type
 from .write import partition_key, partition_plan, time_part, write_data_files
 
@@ -83,32 +85,57 @@ def stage_rows(
 ) -> None:
     """Stage `df` as inlined rows when small enough, else as data files Spark writes.
 
-    With `keep_row_ids` the last column holds ids the rows keep (UPDATE, MERGE).
+    With `keep_row_ids` the last column holds ids the rows keep (UPDATE, MERGE). Whether
+    a result is small is asked first with a LIMIT when that is cheap; a query that
+    shuffles (aggregates, joins, windows) would be computed twice that way, so it is
+    written at once and its files read back and dropped if it turns out small.
     """
     check_not_null(df, table)
     limit = inlining_limit(lake, table)
-    if limit > 0:
+    write_first = limit > 0 and _shuffles(df)
+    if limit > 0 and not write_first:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
         if len(head) <= limit:
-            rows = python_rows(head, df.schema)
-            if rows and keep_row_ids:
-                tx.insert_inlined(table, [r[:-1] for r in rows], row_ids=[r[-1] for r in rows])
-            elif rows:
-                tx.insert_inlined(table, rows)
+            _inline(tx, table, python_rows(head, df.schema), keep_row_ids)
             return
     sort_on_insert = lake.option(
         "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
     )
     sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
+    options = write_options(lake, table)
     files = write_data_files(
         df,
         table,
-        write_options(lake, table),
+        options,
         partition=table.current_partition(),
         sort=sort,
         row_ids=keep_row_ids,
     )
+    if write_first and sum(f.record_count for f in files) <= limit:
+        rows = read_back(df.sparkSession, table, options.root, files, keep_row_ids)
+        for f in files:  # never registered: nobody else knows them
+            os.remove(options.root + f.path)
+        _inline(tx, table, rows, keep_row_ids)
+        return
     tx.add_data_files(table, files)
+
+
+def _inline(
+    tx: Transaction, table: StagedTable, rows: list[tuple[Any, ...]], keep_row_ids: bool
+) -> None:
+    if rows and keep_row_ids:
+        tx.insert_inlined(table, [r[:-1] for r in rows], row_ids=[r[-1] for r in rows])
+    elif rows:
+        tx.insert_inlined(table, rows)
+
+
+def _shuffles(df: DataFrame) -> bool:
+    """Whether the query's plan has an exchange, so that a LIMIT costs the whole query.
+    Unknown (Spark Connect): no."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return False
+    return "Exchange" in jdf.queryExecution().executedPlan().toString()
 
 
 def create_table_as(

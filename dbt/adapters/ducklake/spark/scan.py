@@ -27,12 +27,14 @@ from pyspark.sql import types as T
 from ..lake.lake import Lake
 from ..lake.models import Column, DataFile, DeleteFile, NameMap
 from ..lake.reader import CatalogReader, decode_default
+from ..lake.staged import DataFileSpec, StagedTable
 from .prune import Predicate, may_match
 from .types import (
     DELETE_POS_FIELD_ID,
     FIELD_ID,
     ROW_ID_FIELD_ID,
     SNAPSHOT_FIELD_ID,
+    python_rows,
     spark_schema,
 )
 
@@ -610,3 +612,39 @@ def delete_positions(
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def read_back(
+    spark: SparkSession,
+    table: StagedTable,
+    root: str,
+    files: Sequence[DataFileSpec],
+    row_ids: bool,
+) -> list[tuple[Any, ...]]:
+    """The rows of a few just-written, unregistered files (a result that turned out
+    small enough to inline), in the order they were written; with `row_ids` each row
+    ends with its `_ducklake_internal_row_id`."""
+    columns = table.column_list()
+    schema = spark_schema(columns, reading=True)
+    out_schema = spark_schema(columns)
+    select = [_logical(c) for c in columns]
+    if row_ids:
+        schema = schema.add(T.StructField(ROW_ID, T.LongType(), True, {FIELD_ID: ROW_ID_FIELD_ID}))
+        out_schema = out_schema.add(ROW_ID, T.LongType())
+        select.append(F.col(ROW_ID))
+    parts = [
+        read_parquet(spark, schema, [root + f.path]).select(
+            F.lit(i).alias("__ducklake_file_order"),
+            F.col("_metadata.row_index").alias(_POS),
+            *select,
+        )
+        for i, f in enumerate(files)
+        if f.record_count
+    ]
+    if not parts:
+        return []
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    ordered = union.orderBy("__ducklake_file_order", _POS).drop("__ducklake_file_order", _POS)
+    return python_rows(ordered.collect(), out_schema)  # at most the inlining limit

@@ -1,0 +1,114 @@
+"""Benchmark: a whole `dbt run` on this adapter against dbt-spark's session method.
+
+Generates one project (a big table of N rows, an aggregate of it, and ten one-row
+tables) and two profiles on the same machine and threads: `type: ducklake` (SQLite
+metadata, local Spark) and dbt-spark `method: session` writing Parquet tables. Each
+`dbt run` is a fresh process (JVM start included, as a user sees it); each target runs
+once to warm caches, then `--repeat` times, and the medians and the ratio are printed.
+`--smoke` is a small size for CI, one cold run each.
+
+    .venv/bin/python bench/dbt_run.py              # 5,000,000-row table
+    .venv/bin/python bench/dbt_run.py --smoke      # 50,000 rows, one timed run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SPARK_CONF = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+}
+
+
+def write_project(root: str, rows: int) -> None:
+    models = os.path.join(root, "models")
+    os.makedirs(models)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write(
+            "name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
+            "models:\n  bench:\n    +materialized: table\n"
+            "    +file_format: \"{{ 'parquet' if target.type == 'spark' else none }}\"\n"
+        )
+    with open(os.path.join(models, "big.sql"), "w") as f:
+        f.write(
+            "select id, concat('value-', id) as s, cast(id % 97 as int) as n, rand(7) as d,\n"
+            "  date_add(date '2020-01-01', cast(id % 1000 as int)) as dt\n"
+            f"from range({rows})\n"
+        )
+    with open(os.path.join(models, "agg.sql"), "w") as f:
+        f.write("select n, count(*) as c, sum(d) as sd from {{ ref('big') }} group by n\n")
+    for i in range(10):
+        with open(os.path.join(models, f"one_{i}.sql"), "w") as f:
+            f.write(f"select {i} as id, 'row {i}' as v\n")
+    conf = "".join(f'        {k}: "{v}"\n' for k, v in SPARK_CONF.items())
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write(
+            "bench:\n  target: ducklake\n  outputs:\n"
+            "    ducklake:\n      type: ducklake\n"
+            f"      metadata: sqlite:///{root}/lake/metadata.sqlite\n"
+            f"      data_path: {root}/lake/data\n"
+            "      schema: bench\n      threads: 2\n      spark_master: local[2]\n"
+            "      spark_conf:\n"
+            + "".join(f'        {k}: "{v}"\n' for k, v in SPARK_CONF.items() if k != "spark.master")
+            + "    spark:\n      type: spark\n      method: session\n      host: NA\n"
+            "      schema: bench\n      threads: 2\n      server_side_parameters:\n"
+            + conf
+            + f'        spark.sql.warehouse.dir: "{root}/warehouse"\n'
+        )
+
+
+def dbt_run(root: str, target: str) -> float:
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    start = time.perf_counter()
+    done = subprocess.run(
+        [dbt, "run", "--profiles-dir", root, "--project-dir", root, "--target", target],
+        cwd=root,  # dbt-spark's session keeps its Derby metastore in the working directory
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
+        raise SystemExit(f"dbt run --target {target} failed")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="50,000 rows, 1 cold run each (CI)")
+    args = parser.parse_args()
+    rows, repeat = (50_000, 1) if args.smoke else (args.rows, args.repeat)
+    root = tempfile.mkdtemp(prefix="bench-dbt-")
+    try:
+        write_project(root, rows)
+        times: dict[str, list[float]] = {"ducklake": [], "spark": []}
+        if not args.smoke:
+            for target in times:
+                dbt_run(root, target)  # warm-up: first parse, first files, OS caches
+        for _ in range(repeat):
+            for target, samples in times.items():
+                samples.append(dbt_run(root, target))
+        ours = statistics.median(times["ducklake"])
+        theirs = statistics.median(times["spark"])
+        print(f"dbt run, 12 models ({rows:,}-row table, its aggregate, 10 one-row tables)")
+        print(f"  ducklake (this adapter):          {ours:7.2f} s")
+        print(f"  dbt-spark session, parquet:       {theirs:7.2f} s")
+        print(f"  ratio ours/dbt-spark: {ours / theirs:.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
