@@ -3,8 +3,11 @@
 Merge-on-read (`MERGE INTO` through the engine: delete files for touched files, new
 files for changed rows) against the copy-on-write baseline a plain Spark user would run
 for the same result — the merged table computed by a full outer join and written again
-in full (`CREATE OR REPLACE TABLE ... AS`), measured in the same run and session. Prints
-times, the ratio and the bytes each approach writes. `--smoke` runs a small size for CI.
+in full (`CREATE OR REPLACE TABLE ... AS`), measured in the same run and session, once
+with the changed keys spread over the table and once packed inside one file (the table
+is range-partitioned by key, so file stats can rule the other files out). Prints times,
+the ratio, the files the target scan kept and the bytes each approach writes. `--smoke`
+runs a small size for CI.
 
     .venv/bin/python bench/merge.py            # 1,000,000 rows, 20 files
     .venv/bin/python bench/merge.py --smoke    # 100,000 rows, 20 files
@@ -13,6 +16,7 @@ times, the ratio and the bytes each approach writes. `--smoke` runs a small size
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -54,6 +58,30 @@ def written_bytes(lake: Lake, snapshot_id: int) -> int:
         )
 
 
+class PruneLog(logging.Handler):
+    """Collects the scan's "N of M data files pruned" lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "data files pruned" in message:
+            self.lines.append(message)
+
+
+def changes(spark, rows: int, clustered: bool) -> None:  # type: ignore[no-untyped-def]
+    """1% of the table: half updates of existing (even) ids, half inserts of new (odd)
+    ids, spread over the whole key range or packed at its start (inside one file)."""
+    half = rows // 200
+    step = 1 if clustered else rows // half
+    spark.sql(
+        f"SELECT id * {step} * 2 AS id, 'changed' AS v, -1 AS n FROM range({half}) "
+        f"UNION ALL SELECT id * {step} * 2 + 1, 'new', 1 FROM range({half})"
+    ).createOrReplaceTempView("changes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -68,45 +96,53 @@ def main() -> None:
         )
     )
     spark.sparkContext.setLogLevel("ERROR")
-    half = rows // 200
-    step = rows // half
-    spark.sql(
-        f"SELECT id * {step} AS id, 'changed' AS v, -1 AS n FROM range({half}) "
-        f"UNION ALL SELECT {rows} + id, 'new', 1 FROM range({half})"
-    ).createOrReplaceTempView("changes")
+    pruning = PruneLog()
+    logging.getLogger("dbt.adapters.ducklake.spark").addHandler(pruning)
+    logging.getLogger("dbt.adapters.ducklake.spark").setLevel(logging.INFO)
+    print(f"rows={rows} files={args.files} changed={rows // 100} (1%)")
     with tempfile.TemporaryDirectory() as root:
         lake = Lake.open(f"sqlite:///{root}/meta.sqlite", data_path=f"{root}/data")
         sql = LakeSQL(spark, lake)
         table = spark.sql(
-            f"SELECT id, concat('value-', id) AS v, CAST(id % 97 AS INT) AS n FROM range({rows})"
+            f"SELECT id * 2 AS id, concat('value-', id) AS v, CAST(id % 97 AS INT) AS n "
+            f"FROM range({rows})"
         ).repartitionByRange(args.files, "id")
-        for name in ("mor", "cow"):
-            create_table_as(lake, "main", name, table)
         # warm-up on a small table (JVM JIT, Python workers), not part of the figures
+        changes(spark, rows, clustered=False)
         create_table_as(lake, "main", "warm", table.limit(5000).repartition(2))
         sql.execute(MERGE.format(t="warm"))
         sql.execute(COPY_ON_WRITE.format(t="warm"))
-        table_bytes = written_bytes(lake, lake.latest_snapshot().snapshot_id - 3)
-
-        start = time.perf_counter()
-        mor_snap = sql.execute(MERGE.format(t="mor"))
-        mor = time.perf_counter() - start
-        start = time.perf_counter()
-        cow_snap = sql.execute(COPY_ON_WRITE.format(t="cow"))
-        cow = time.perf_counter() - start
-        assert mor_snap is not None and cow_snap is not None
-        counts = [sql.query(f"SELECT count(*) AS c FROM {t}").first() for t in ("mor", "cow")]
-        assert counts[0] == counts[1], counts
-        mor_bytes = written_bytes(lake, mor_snap.snapshot_id)
-        cow_bytes = written_bytes(lake, cow_snap.snapshot_id)
-    print(f"rows={rows} files={args.files} changed={2 * half} (1%)")
-    print(f"MERGE INTO, merge-on-read:         {mor:.2f} s, wrote {mor_bytes:,} bytes")
-    print(f"baseline copy-on-write rewrite:    {cow:.2f} s, wrote {cow_bytes:,} bytes")
-    print(f"ratio time ours/baseline: {mor / cow:.2f}")
-    print(
-        f"bytes written / table bytes: ours {mor_bytes / table_bytes:.3f}, "
-        f"baseline {cow_bytes / table_bytes:.3f}"
-    )
+        for clustered in (False, True):
+            changes(spark, rows, clustered)
+            for name in ("mor", "cow"):
+                create_table_as(lake, "main", name, table, replace=True)
+            table_bytes = written_bytes(lake, lake.latest_snapshot().snapshot_id - 1)
+            pruning.lines.clear()
+            start = time.perf_counter()
+            mor_snap = sql.execute(MERGE.format(t="mor"))
+            mor = time.perf_counter() - start
+            scanned = pruning.lines[-1] if pruning.lines else "no file pruned"
+            start = time.perf_counter()
+            cow_snap = sql.execute(COPY_ON_WRITE.format(t="cow"))
+            cow = time.perf_counter() - start
+            assert mor_snap is not None and cow_snap is not None
+            counts = [sql.query(f"SELECT count(*) AS c FROM {t}").first() for t in ("mor", "cow")]
+            assert counts[0] == counts[1], counts
+            mor_bytes = written_bytes(lake, mor_snap.snapshot_id)
+            cow_bytes = written_bytes(lake, cow_snap.snapshot_id)
+            kind = "clustered keys" if clustered else "spread keys"
+            print(f"[{kind}] target scan: {scanned}")
+            print(
+                f"[{kind}] MERGE INTO, merge-on-read:      {mor:.2f} s, wrote {mor_bytes:,} bytes"
+            )
+            print(
+                f"[{kind}] baseline copy-on-write rewrite: {cow:.2f} s, wrote {cow_bytes:,} bytes"
+            )
+            print(f"[{kind}] ratio time ours/baseline: {mor / cow:.2f}")
+            print(
+                f"[{kind}] bytes written / table bytes: ours {mor_bytes / table_bytes:.3f}, "
+                f"baseline {cow_bytes / table_bytes:.3f}"
+            )
 
 
 if __name__ == "__main__":

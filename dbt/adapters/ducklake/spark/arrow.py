@@ -138,7 +138,7 @@ def file_facts(
     meta = pq.read_metadata(path)
     exact: dict[int, tuple[str | None, str | None]] = {}
     if nan_flags is None:
-        nan_flags = _nan_from_footer(meta, columns)
+        nan_flags = nan_from_footer(meta, columns)
         if any(nan_flags.values()):
             exact = _float_bounds(path, columns, [cid for cid, nan in nan_flags.items() if nan])
     leaves = _leaf_columns(columns)
@@ -188,7 +188,7 @@ def file_facts(
     }
 
 
-def _nan_from_footer(meta: pq.FileMetaData, columns: Sequence[Column]) -> dict[int, bool]:
+def nan_from_footer(meta: pq.FileMetaData, columns: Sequence[Column]) -> dict[int, bool]:
     leaves = _leaf_columns(columns)
     flags: dict[int, bool] = {}
     for i, leaf in enumerate(leaves):

@@ -12,7 +12,7 @@ which keep their row ids.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from ..lake.staged import DeleteFileSpec, StagedTable
 from ..lake.transaction import Transaction
 from .arrow import DeleteTarget, write_delete_file
 from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
+from .prune import Predicate
 from .scan import FILE_ID_COL, POS_COL, scan_table
 from .types import spark_type
 
@@ -44,15 +45,29 @@ def _condition(condition: str | SparkColumn | None) -> SparkColumn:
 
 
 def target_rows(
-    spark: SparkSession, lake: Lake, tx: Transaction, schema: str, name: str
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    schema: str,
+    name: str,
+    predicates: Sequence[Predicate] = (),
 ) -> DataFrame:
     """The rows as of the transaction's base snapshot, with lineage and file positions,
     in the columns the transaction gives the table: a column the transaction added
     reads as NULL (DuckLake's rule for files written before it), so DML may follow
-    ADD/DROP COLUMN in one snapshot."""
+    ADD/DROP COLUMN in one snapshot. `predicates` only prune files."""
     table = tx.table(schema, name)
     base_names = {cid: c.name for cid, c in table.base_columns.items()}
-    df = scan_table(spark, lake, schema, name, at=tx.base.snapshot_id, lineage=True, positions=True)
+    df = scan_table(
+        spark,
+        lake,
+        schema,
+        name,
+        at=tx.base.snapshot_id,
+        lineage=True,
+        positions=True,
+        predicates=predicates,
+    )
     for col in table.column_list():
         if col.column_id in base_names and base_names[col.column_id] != col.name:
             raise ValueError(

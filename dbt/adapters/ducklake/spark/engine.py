@@ -221,8 +221,12 @@ def _positional(df: DataFrame, target: list[Column]) -> DataFrame:
 
 
 def check_not_null(df: DataFrame, table: StagedTable) -> None:
-    """NOT NULL columns are enforced at write: one counting job, no rows to the driver."""
-    required = [c.name for c in table.column_list() if not c.nullable]
+    """NOT NULL columns are enforced at write: one counting job, no rows to the driver,
+    and none at all when Spark knows the query's columns cannot be NULL."""
+    nullable = {f.name.lower(): f.nullable for f in df.schema.fields}
+    required = [
+        c.name for c in table.column_list() if not c.nullable and nullable.get(c.name.lower(), True)
+    ]
     if not required:
         return
     counts = df.select(

@@ -10,18 +10,21 @@ committed (as in Delta Lake and DuckDB).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
 from ..lake.transaction import Transaction
 from .dml import stage_deletes, target_rows
 from .engine import CommitInfo, begin, finish, stage_rows
+from .prune import Predicate
 from .scan import FILE_ID_COL, POS_COL
 from .types import spark_type
 
@@ -76,8 +79,18 @@ def merge_into(
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
-    target = target_rows(spark, lake, tx, schema, name).withColumn("__ducklake_t", F.lit(True))
     src = source.withColumn("__ducklake_s", F.lit(True))
+    by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
+    predicates = (
+        _key_ranges(source, on, target_alias, source_alias, columns) if by_source_only else []
+    )
+    target = target_rows(spark, lake, tx, schema, name, predicates=predicates)
+    if by_source_only:
+        # only target rows some source row matches can change: a semi join finds them in
+        # one pass (the small source is the build side), so the outer join below and
+        # the persisted result hold changed rows, not the table
+        target = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "left_semi")
+    target = target.withColumn("__ducklake_t", F.lit(True))
     joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
     t_in = F.col("__ducklake_t").isNotNull()
     s_in = F.col("__ducklake_s").isNotNull()
@@ -138,6 +151,56 @@ def merge_into(
         return finish(tx, own)
     finally:
         decided.unpersist()
+
+
+_KEY_EQUALITY = re.compile(r"^\s*`?(\w+)`?\.`?(\w+)`?\s*=\s*`?(\w+)`?\.`?(\w+)`?\s*$")
+_RANGE_TYPES = ("int8", "int16", "int32", "int64", "date", "timestamp", "timestamptz", "varchar")
+
+
+def _key_ranges(
+    source: DataFrame, on: str, t: str, s: str, columns: Sequence[Column]
+) -> list[Predicate]:
+    """`target key between min and max of the source key` for each `t.k = s.k` conjunct
+    of ON, so the target scan skips files whose stats rule the source's keys out."""
+    if re.search(r"\bor\b", on, flags=re.IGNORECASE):
+        return []  # a disjunction can match rows outside any one key's range
+    types = {c.name.lower(): c for c in columns}
+    source_types = {f.name: f.dataType for f in source.schema.fields}
+    pairs: list[tuple[Column, str]] = []
+    for conjunct in re.split(r"\s+and\s+", on, flags=re.IGNORECASE):
+        m = _KEY_EQUALITY.match(conjunct)
+        if m is None:
+            continue
+        left, right = (m.group(1), m.group(2)), (m.group(3), m.group(4))
+        if left[0].lower() == s.lower() and right[0].lower() == t.lower():
+            left, right = right, left
+        if left[0].lower() != t.lower() or right[0].lower() != s.lower():
+            continue
+        col = types.get(left[1].lower())
+        if col is None or col.type not in _RANGE_TYPES or right[1] not in source_types:
+            continue
+        if _comparable(spark_type(col), source_types[right[1]]):
+            pairs.append((col, right[1]))
+    if not pairs:
+        return []
+    aggs = []
+    for _col, src_col in pairs:
+        aggs += [F.min(F.col(f"`{src_col}`")), F.max(F.col(f"`{src_col}`"))]
+    bounds = source.agg(*aggs).first()  # one row: the source keys' range
+    predicates = []
+    for i, (col, _src) in enumerate(pairs):
+        lo, hi = (bounds[2 * i], bounds[2 * i + 1]) if bounds is not None else (None, None)
+        if lo is not None and hi is not None:
+            predicates.append(Predicate(col.name, "between", (lo, hi)))
+    return predicates
+
+
+def _comparable(target: T.DataType, source: T.DataType) -> bool:
+    """Whether the source's min/max order keys as the target's stats do (no casts
+    between strings and numbers, which order differently)."""
+    if isinstance(target, T.IntegralType) and isinstance(source, T.IntegralType):
+        return True
+    return target == source
 
 
 def _values(

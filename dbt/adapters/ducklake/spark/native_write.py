@@ -19,12 +19,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..lake.models import Column
 from ..lake.types import is_decimal
-from .arrow import FooterTask, WriteOptions
+from .arrow import FooterTask, WriteOptions, file_facts, nan_from_footer
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -63,6 +64,8 @@ _WIDTH = {
     "timestamptz": 8,
 }
 _VARIABLE_WIDTH = 32
+# up to this many files, the driver reads their footers itself (a few ms each)
+_DRIVER_FOOTERS = 64
 
 
 def native_writable(columns: Sequence[Column], options: WriteOptions, partitioned: bool) -> bool:
@@ -140,7 +143,13 @@ def _rows_per_file(columns: Sequence[Column], target_file_size: int) -> int:
 def _footer_facts(
     data: DataFrame, stored: list[str], columns: Sequence[Column], root: str
 ) -> list[dict[str, Any]]:
-    """Footer facts of the written files, read where the files are (executors)."""
+    """Footer facts of the written files: a few are read here (no job to start), many
+    where the files are (executors)."""
+    if len(stored) <= _DRIVER_FOOTERS:
+        footers = [pq.read_metadata(root + p) for p in stored]
+        # a file with a NaN needs a column read for its bounds: that is executors' work
+        if not any(any(nan_from_footer(f, columns).values()) for f in footers):
+            return [file_facts(root + p, columns, None, p) for p in stored]
     spark = data.sparkSession
     paths = spark.createDataFrame([(p,) for p in stored], "path string")
     task = FooterTask(list(columns), root)
