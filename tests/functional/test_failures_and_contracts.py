@@ -97,13 +97,15 @@ SLOW = (
 
 
 def _cancel_first_job() -> None:
-    """Wait for the build's first Spark job to be running, then kill every job."""
+    """Wait for a job of the build that is still running after a second (the slow
+    write, not a short probe before it), then kill every job."""
     sc = SparkContext._active_spark_context
     assert sc is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if sc.statusTracker().getActiveJobsIds():
             time.sleep(1.0)
-            sc.cancelAllJobs()
-            return
+            if sc.statusTracker().getActiveJobsIds():
+                sc.cancelAllJobs()
+                return
         time.sleep(0.1)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +92,13 @@ def stage_rows(
     shuffles (aggregates, joins, windows) would be computed twice that way, so it is
     written at once and its files read back and dropped if it turns out small.
     """
-    check_not_null(df, table)
+    with not_null_errors():
+        _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids)
+
+
+def _stage_rows(
+    lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame, keep_row_ids: bool
+) -> None:
     limit = inlining_limit(lake, table)
     write_first = limit > 0 and _shuffles(df)
     if limit > 0 and not write_first:
@@ -220,27 +228,47 @@ def _positional(df: DataFrame, target: list[Column]) -> DataFrame:
     )
 
 
-def check_not_null(df: DataFrame, table: StagedTable) -> None:
-    """NOT NULL columns are enforced at write: one counting job, no rows to the driver,
-    and none at all when Spark knows the query's columns cannot be NULL."""
+_NOT_NULL_FAILED = re.compile(r"NOT NULL constraint failed: .*?nothing was committed")
+
+
+def guard_not_null(df: DataFrame, table: StagedTable) -> DataFrame:
+    """NOT NULL columns are enforced while the rows are written: a NULL fails the job
+    (`raise_error`), so no separate counting pass computes the query again. Columns
+    Spark knows cannot be NULL are left as they are."""
     nullable = {f.name.lower(): f.nullable for f in df.schema.fields}
-    required = [
-        c.name for c in table.column_list() if not c.nullable and nullable.get(c.name.lower(), True)
-    ]
+    required = {
+        c.name.lower(): c.name
+        for c in table.column_list()
+        if not c.nullable and nullable.get(c.name.lower(), True)
+    }
     if not required:
-        return
-    counts = df.select(
-        *[
-            F.count(F.when(F.col(f"`{n}`").isNull(), 1)).alias(f"c{i}")
-            for i, n in enumerate(required)
-        ]
-    ).first()
-    violated = [n for i, n in enumerate(required) if counts is not None and counts[i]]
-    if violated:
-        raise NotNullViolation(
-            f"NOT NULL constraint failed: {table.qualified_name}."
-            f"{', '.join(violated)} would get NULL values; nothing was committed"
-        )
+        return df
+    columns = []
+    for f in df.schema.fields:
+        col = F.col(f"`{f.name}`")
+        name = required.get(f.name.lower())
+        if name is not None:
+            message = (
+                f"NOT NULL constraint failed: {table.qualified_name}.{name} would get NULL "
+                "values; nothing was committed"
+            )
+            col = F.when(col.isNull(), F.raise_error(F.lit(message))).otherwise(col)
+        columns.append(col.alias(f.name))
+    return df.select(*columns)
+
+
+@contextmanager
+def not_null_errors() -> Iterator[None]:
+    """A failed job whose cause is `guard_not_null`'s error surfaces as that error."""
+    try:
+        yield
+    except NotNullViolation:
+        raise
+    except Exception as exc:
+        found = _NOT_NULL_FAILED.search(str(exc))
+        if found is None:
+            raise
+        raise NotNullViolation(found.group(0)) from None
 
 
 def _partition_fields(table: StagedTable) -> tuple[list[tuple[str, str, str]], list[int]]:
