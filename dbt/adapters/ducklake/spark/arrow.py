@@ -127,7 +127,11 @@ def _stat_value(col: Column, value: Any) -> str | None:
 
 
 def file_facts(
-    path: str, columns: Sequence[Column], nan_flags: dict[int, bool] | None, stored_path: str
+    path: str,
+    columns: Sequence[Column],
+    nan_flags: dict[int, bool] | None,
+    stored_path: str,
+    meta: pq.FileMetaData | None = None,
 ) -> dict[str, Any]:
     """record count, sizes and per-leaf stats of a written file (from its footer).
 
@@ -135,7 +139,7 @@ def file_facts(
     the largest value; a NaN bound marks a NaN, and only then is that column read to
     find the bounds without it, as DuckDB keeps them.
     """
-    meta = pq.read_metadata(path)
+    meta = meta if meta is not None else pq.read_metadata(path)
     exact: dict[int, tuple[str | None, str | None]] = {}
     if nan_flags is None:
         nan_flags = nan_from_footer(meta, columns)

@@ -149,22 +149,16 @@ def _footer_facts(
         footers = [pq.read_metadata(root + p) for p in stored]
         # a file with a NaN needs a column read for its bounds: that is executors' work
         if not any(any(nan_from_footer(f, columns).values()) for f in footers):
-            return [file_facts(root + p, columns, None, p) for p in stored]
+            return [
+                file_facts(root + p, columns, None, p, meta=f)
+                for p, f in zip(stored, footers, strict=True)
+            ]
     spark = data.sparkSession
     paths = spark.createDataFrame([(p,) for p in stored], "path string")
     task = FooterTask(list(columns), root)
     rows = paths.repartition(min(len(stored), 64)).mapInArrow(task, _FACTS_SCHEMA).collect()
-    by_path = {r.path: r for r in rows}
-    return [
-        {
-            "path": p,
-            "record_count": by_path[p].record_count,
-            "file_size": by_path[p].file_size,
-            "footer_size": by_path[p].footer_size,
-            "stats": by_path[p].stats,
-        }
-        for p in stored
-    ]
+    by_path = {r.path: r.asDict() for r in rows}
+    return [by_path[p] for p in stored]
 
 
 _FACTS_SCHEMA = (

@@ -360,9 +360,7 @@ def _read_per_file(
     # One scan over all files with field ids (plus one per name mapping, for files
     # written without ids); files older than a column with a default get it per file.
     # Rows find their file by the URI Spark reports, precomputed here when possible.
-    uris = [spark_uri(f.path) for f in files]
-    exact = all(u is not None for u in uris)
-    keys = uris if exact else [_norm(f.path) for f in files]
+    keys, exact = _file_keys([f.path for f in files])
     file_info = spark.createDataFrame(
         [
             (key, f.data_file_id, f.row_id_start, f.begin_snapshot)
@@ -410,6 +408,15 @@ def _read_per_file(
     if positions:
         select += [F.col("__ducklake_fid").alias(FILE_ID_COL), F.col(_POS).alias(POS_COL)]
     return data.select(*select)
+
+
+def _file_keys(paths: Sequence[str]) -> tuple[list[str], bool]:
+    """What each file is matched on, and whether that is Spark's exact URI (else the
+    plain path, which rows then decode: see `_file_key`)."""
+    uris = [spark_uri(p) for p in paths]
+    if all(u is not None for u in uris):
+        return [u for u in uris if u is not None], True
+    return [_norm(p) for p in paths], False
 
 
 def _file_key(exact: bool) -> SparkColumn:
@@ -567,9 +574,7 @@ def delete_positions(
     (per-row snapshot ids of partial files, else the file's begin) and inlined deletes."""
     parts = []
     if delete_files:
-        uris = [spark_uri(d.path) for d in delete_files]
-        exact = all(u is not None for u in uris)
-        keys = uris if exact else [_norm(d.path) for d in delete_files]
+        keys, exact = _file_keys([d.path for d in delete_files])
         delete_info = spark.createDataFrame(
             [
                 (key, d.data_file_id, d.begin_snapshot)
