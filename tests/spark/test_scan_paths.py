@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark import scan
 from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.scan import scan_table, spark_uri
 from dbt.adapters.ducklake.spark.sql import LakeSQL
@@ -43,12 +44,15 @@ def test_spark_uri_is_what_spark_reports(spark, tmp_path) -> None:
     assert spark_uri("s3a://bucket/key.parquet") is None
 
 
+@pytest.mark.parametrize("by_size", [True, False])
 @pytest.mark.parametrize("value", ["a/b x%y", "ünïcode"])
 def test_deletes_and_lineage_through_encoded_and_fallback_paths(
-    spark, sqlite_catalog: Catalog, value: str
+    spark, sqlite_catalog: Catalog, value: str, by_size: bool, monkeypatch
 ) -> None:
     """Partition directories need %-encoding (and non-ASCII falls back to per-row
-    decoding): deletes and row ids still land on the right rows, as DuckDB reads them."""
+    decoding): deletes and row ids still land on the right rows, as DuckDB reads them,
+    whether rows find their file by size or by path."""
+    monkeypatch.setattr(scan, "MATCH_BY_SIZE", by_size)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql(
         f"SELECT id, CASE WHEN id % 2 = 0 THEN '{value}' ELSE 'plain' END AS p FROM range(40)"
@@ -82,3 +86,34 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog) -> None
     assert after.count() == 999 and after.where("id = 5").count() == 0
     scan_plan = after._jdf.queryExecution().executedPlan().toString()
     assert "Union" in scan_plan and "Join" in scan_plan, scan_plan
+
+
+def test_deletes_on_both_sides_of_every_64_row_run(spark, sqlite_catalog: Catalog) -> None:
+    """Deleted rows become one 64-bit mask per run of 64 row numbers: positions at the
+    edges of runs, in files whose lengths are not multiples of 64, with a delete file
+    and inlined deletes together, read as DuckDB reads them."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    df = spark.sql("SELECT id, id * 3 AS v FROM range(1000)").repartitionByRange(3, "id")
+    create_table_as(lake, "main", "t", df)
+    sql = LakeSQL(spark, lake)
+    sql.execute("DELETE FROM main.t WHERE id % 64 IN (0, 1, 62, 63) OR id IN (334, 665, 999)")
+    sql.execute("DELETE FROM main.t WHERE id = 500")  # one row: an inlined delete
+    ours = sorted(tuple(r) for r in scan_table(spark, lake, "main", "t").collect())
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    theirs = sorted(con.execute("SELECT id, v FROM lake.main.t").fetchall())
+    assert ours == theirs
+    gone = {i for i in range(1000) if i % 64 in (0, 1, 62, 63)} | {334, 665, 999, 500}
+    assert [r[0] for r in ours] == [i for i in range(1000) if i not in gone]
+
+
+def test_a_file_changed_outside_the_lake_fails_the_scan(spark, sqlite_catalog: Catalog) -> None:
+    """Rows find their file by its size: a file whose size is not the catalog's fails
+    the query rather than losing its rows."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(lake, "main", "t", spark.range(0, 200).repartitionByRange(2, "id"))
+    first = lake.catalog().data_files(lake.catalog().table("main", "t"))[0].path
+    stored = pq.read_table(first)
+    pq.write_table(stored.slice(0, 10), first)  # same columns and field ids, fewer rows
+    with pytest.raises(Exception, match="size differs from the size the DuckLake catalog"):
+        scan_table(spark, lake, "main", "t", lineage=True).collect()

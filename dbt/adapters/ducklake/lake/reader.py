@@ -518,15 +518,10 @@ class CatalogReader:
             tid=table_id,
         )
         out: dict[int, dict[int, ColumnStats]] = defaultdict(dict)
-        for r in rows:
-            out[r.data_file_id][r.column_id] = ColumnStats(
-                r.column_id,
-                r.value_count,
-                r.null_count,
-                r.min_value,
-                r.max_value,
-                as_bool(r.contains_nan),
-                r.column_size_bytes,
+        # unpacked by position: a many-file table has tens of thousands of these rows
+        for file_id, column_id, values, nulls, lo, hi, nan, size in rows:
+            out[file_id][column_id] = ColumnStats(
+                column_id, values, nulls, lo, hi, as_bool(nan), size
             )
         return dict(out)
 

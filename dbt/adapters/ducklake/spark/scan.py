@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import time as dt_time
@@ -360,14 +360,15 @@ def _read_per_file(
     # One scan over all files with field ids (plus one per name mapping, for files
     # written without ids); files older than a column with a default get it per file.
     # Rows find their file by the URI Spark reports, precomputed here when possible.
-    keys, exact = _file_keys([f.path for f in files])
+    match = _file_match([f.path for f in files], [f.file_size_bytes for f in files])
+    offsets = _row_numbering(files)
     file_info = spark.createDataFrame(
         [
-            (key, f.data_file_id, f.row_id_start, f.begin_snapshot)
-            for key, f in zip(keys, files, strict=True)
+            (key, f.data_file_id, f.row_id_start, f.begin_snapshot, offsets[f.data_file_id])
+            for key, f in zip(match.keys, files, strict=True)
         ],
-        "__ducklake_file string, __ducklake_fid bigint, __ducklake_row_id_start bigint, "
-        "__ducklake_begin bigint",
+        f"__ducklake_file {match.key_type}, __ducklake_fid bigint, "
+        "__ducklake_row_id_start bigint, __ducklake_begin bigint, __ducklake_off bigint",
     )
     by_id = [f.path for f in files if f.mapping_id is None]
     mapped: dict[int, list[str]] = {}
@@ -376,27 +377,22 @@ def _read_per_file(
             mapped.setdefault(f.mapping_id, []).append(f.path)
     raw: DataFrame | None = None
     if by_id:
-        raw = _with_position(read_parquet(spark, read_schema, by_id), exact)
+        raw = _with_position(read_parquet(spark, read_schema, by_id), match)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
-        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, exact)
+        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
         raw = part if raw is None else raw.unionByName(part)
     assert raw is not None
-    data = raw.join(F.broadcast(file_info), F.col("__ducklake_path") == F.col("__ducklake_file"))
+    data = match.join(raw, file_info, "__ducklake_path", "__ducklake_file")
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
     deletes = None
     if snap is not None:
         # partial files hold rows of several snapshots; keep those visible at `snap`
         data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
-        deletes = _deletes(spark, files, inlined_deletes, snap)
+        deletes = _deletes(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
-        data = data.join(
-            F.broadcast(deletes),
-            (data["__ducklake_fid"] == deletes[_FILE_ID])
-            & (data[_POS] == deletes["__ducklake_del_pos"]),
-            "left_anti",
-        )
+        data = _drop_deleted(data, deletes)
     select = [_logical(c) for c in columns]
     if lineage:
         select.append(
@@ -410,25 +406,58 @@ def _read_per_file(
     return data.select(*select)
 
 
-def _file_keys(paths: Sequence[str]) -> tuple[list[str], bool]:
-    """What each file is matched on, and whether that is Spark's exact URI (else the
-    plain path, which rows then decode: see `_file_key`)."""
+@dataclass(frozen=True)
+class _FileMatch:
+    """How rows of a multi-file scan find the catalog entry of the file they came from.
+
+    By size when the files' sizes are all different: `_metadata.file_size` is a number,
+    so the broadcast join is a hash lookup on a long, not on an 80-byte string per row.
+    A row whose size matches no entry (the file changed under the catalog) fails the
+    query instead of being dropped. Else by the URI Spark reports (predicted on the
+    driver) or, when that cannot be predicted, by the path decoded per row.
+    """
+
+    keys: list[Any]
+    key_type: str  # Spark SQL type of the keys
+    per_row: SparkColumn  # the key each row carries
+    checked: bool  # unmatched rows must fail (the size match)
+
+    def join(self, data: DataFrame, info: DataFrame, row_key: str, info_key: str) -> DataFrame:
+        """`data` (with `row_key`) joined to one `info` row per file (with `info_key`);
+        with a size match, each bigint column of `info` fails the query where unmatched."""
+        condition = F.col(row_key) == F.col(info_key)
+        if not self.checked:
+            return data.join(F.broadcast(info), condition)
+        joined = data.join(F.broadcast(info), condition, "left")
+        message = F.lit(
+            "a Parquet file's size differs from the size the DuckLake catalog records for "
+            "it: the file was changed outside the lake"
+        )
+        for name, kind in info.dtypes:
+            if name != info_key and kind == "bigint":
+                guarded = F.coalesce(F.col(name), F.raise_error(message).cast("bigint"))
+                joined = joined.withColumn(name, guarded)
+        return joined
+
+
+MATCH_BY_SIZE = True  # tests turn it off to run the URI and decoded-path matches
+
+
+def _file_match(paths: Sequence[str], sizes: Sequence[int | None]) -> _FileMatch:
+    if MATCH_BY_SIZE and all(s for s in sizes) and len(set(sizes)) == len(sizes):
+        return _FileMatch(list(sizes), "bigint", F.col("_metadata.file_size"), True)
     uris = [spark_uri(p) for p in paths]
     if all(u is not None for u in uris):
-        return [u for u in uris if u is not None], True
-    return [_norm(p) for p in paths], False
+        return _FileMatch(uris, "string", F.col("_metadata.file_path"), False)
+    return _FileMatch(
+        [_norm(p) for p in paths], "string", local_path(F.col("_metadata.file_path")), False
+    )
 
 
-def _file_key(exact: bool) -> SparkColumn:
-    """What rows match their file on: Spark's URI as it is, or decoded per row."""
-    path = F.col("_metadata.file_path")
-    return path if exact else local_path(path)
-
-
-def _with_position(df: DataFrame, exact: bool) -> DataFrame:
+def _with_position(df: DataFrame, match: _FileMatch) -> DataFrame:
     return df.select(
         "*",
-        _file_key(exact).alias("__ducklake_path"),
+        match.per_row.alias("__ducklake_path"),
         F.col("_metadata.row_index").alias(_POS),
     )
 
@@ -438,7 +467,7 @@ def _read_mapped(
     columns: Sequence[Column],
     mapping: Sequence[NameMap],
     paths: list[str],
-    exact: bool,
+    match: _FileMatch,
 ) -> DataFrame:
     """Files without field ids: read each column by the name its mapping gives it."""
     entry_field = {m.column_id: m.target_field_id for m in mapping}
@@ -466,7 +495,7 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
-    df = _with_position(read_parquet(spark, schema, paths), exact)
+    df = _with_position(read_parquet(spark, schema, paths), match)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType
@@ -551,36 +580,90 @@ def _apply_defaults(
 
 
 def _deletes(
-    spark: SparkSession, files: Sequence[DataFile], inlined_deletes: Sequence[Any], snap: int
+    spark: SparkSession,
+    files: Sequence[DataFile],
+    inlined_deletes: Sequence[Any],
+    snap: int,
+    offsets: Mapping[int, int],
 ) -> DataFrame | None:
-    """(data file id, position) of every row deleted as of `snap`."""
-    live = {f.data_file_id for f in files}
+    """The row number (`_row_numbering`) of every row deleted as of `snap`."""
     positions = delete_positions(
         spark,
         [f.delete_file for f in files if f.delete_file is not None],
-        [d for d in inlined_deletes if d.data_file_id in live],
+        [d for d in inlined_deletes if d.data_file_id in offsets],
+        offsets,
     )
     if positions is None:
         return None
+    number = F.col("__ducklake_del_off") + F.col("__ducklake_del_pos")
     return positions.where(F.col(DELETE_SNAPSHOT) <= F.lit(snap)).select(
-        _FILE_ID, "__ducklake_del_pos"
+        number.alias("__ducklake_del_number")
     )
 
 
+_CHUNK_BITS = 6  # 64 positions per mask
+
+
+def _row_numbering(files: Sequence[DataFile]) -> dict[int, int]:
+    """Per data file, the number its first row gets when the files' rows are numbered
+    one after the other; each file starts a new run of 64 (see `_drop_deleted`)."""
+    offsets, start = {}, 0
+    for f in files:
+        offsets[f.data_file_id] = start
+        start += -(-f.record_count >> _CHUNK_BITS) << _CHUNK_BITS
+    return offsets
+
+
+def _drop_deleted(data: DataFrame, deletes: DataFrame) -> DataFrame:
+    """`data` (with `__ducklake_off` and positions) without the rows `deletes` numbers.
+
+    Rows are numbered across the scanned files (`_row_numbering`) and deletes become a
+    64-bit mask per run of 64 numbers. Each row looks up its run (a broadcast join on a
+    long whose keys are nearly contiguous, which Spark keeps as a plain array) and tests
+    one bit: a tenth of the entries of an anti-join on (file, position), and no hashing
+    per row.
+    """
+    numbered = data.withColumn("__ducklake_row_number", F.col("__ducklake_off") + F.col(_POS))
+    masks = deletes.groupBy(
+        F.shiftright("__ducklake_del_number", _CHUNK_BITS).alias("__ducklake_del_chunk")
+    ).agg(
+        F.bit_or(F.expr("shiftleft(1L, CAST(__ducklake_del_number % 64 AS INT))")).alias(
+            "__ducklake_mask"
+        )
+    )
+    kept = numbered.join(
+        F.broadcast(masks),
+        F.shiftright("__ducklake_row_number", _CHUNK_BITS) == F.col("__ducklake_del_chunk"),
+        "left",
+    ).where(
+        F.col("__ducklake_mask").isNull()
+        | F.expr("shiftright(__ducklake_mask, CAST(__ducklake_row_number % 64 AS INT)) & 1 = 0")
+    )
+    return kept.drop("__ducklake_row_number", "__ducklake_del_chunk", "__ducklake_mask")
+
+
 def delete_positions(
-    spark: SparkSession, delete_files: Sequence[DeleteFile], inlined_deletes: Sequence[Any]
+    spark: SparkSession,
+    delete_files: Sequence[DeleteFile],
+    inlined_deletes: Sequence[Any],
+    offsets: Mapping[int, int] | None = None,
 ) -> DataFrame | None:
     """(data file id, position, deleting snapshot) of every delete in these delete files
-    (per-row snapshot ids of partial files, else the file's begin) and inlined deletes."""
+    (per-row snapshot ids of partial files, else the file's begin) and inlined deletes;
+    with `offsets`, also each data file's `__ducklake_del_off` from it."""
     parts = []
+    off = offsets or {}
     if delete_files:
-        keys, exact = _file_keys([d.path for d in delete_files])
+        match = _file_match(
+            [d.path for d in delete_files], [d.file_size_bytes for d in delete_files]
+        )
         delete_info = spark.createDataFrame(
             [
-                (key, d.data_file_id, d.begin_snapshot)
-                for key, d in zip(keys, delete_files, strict=True)
+                (key, d.data_file_id, d.begin_snapshot, off.get(d.data_file_id, 0))
+                for key, d in zip(match.keys, delete_files, strict=True)
             ],
-            "__ducklake_del_file string, __ducklake_del_fid bigint, __ducklake_del_begin bigint",
+            f"__ducklake_del_file {match.key_type}, __ducklake_del_fid bigint, "
+            "__ducklake_del_begin bigint, __ducklake_del_off bigint",
         )
         schema = T.StructType(
             [
@@ -588,27 +671,28 @@ def delete_positions(
                 T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID}),
             ]
         )
-        read = (
-            read_parquet(spark, schema, [d.path for d in delete_files])
-            .select("*", _file_key(exact).alias("__ducklake_del_path"))
-            .join(
-                F.broadcast(delete_info),
-                F.col("__ducklake_del_path") == F.col("__ducklake_del_file"),
-            )
-            .select(
-                F.col("__ducklake_del_fid").alias(_FILE_ID),
-                F.col("pos").alias("__ducklake_del_pos"),
-                F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_del_begin")).alias(
-                    DELETE_SNAPSHOT
-                ),
-            )
+        deletes = read_parquet(spark, schema, [d.path for d in delete_files]).select(
+            "*", match.per_row.alias("__ducklake_del_path")
+        )
+        read = match.join(
+            deletes, delete_info, "__ducklake_del_path", "__ducklake_del_file"
+        ).select(
+            F.col("__ducklake_del_fid").alias(_FILE_ID),
+            F.col("pos").alias("__ducklake_del_pos"),
+            F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_del_begin")).alias(DELETE_SNAPSHOT),
+            F.col("__ducklake_del_off"),
         )
         parts.append(read)
     if inlined_deletes:
-        rows = [(d.data_file_id, d.position, d.begin_snapshot) for d in inlined_deletes]
+        rows = [
+            (d.data_file_id, d.position, d.begin_snapshot, off.get(d.data_file_id, 0))
+            for d in inlined_deletes
+        ]
         parts.append(
             spark.createDataFrame(
-                rows, f"{_FILE_ID} bigint, __ducklake_del_pos bigint, {DELETE_SNAPSHOT} bigint"
+                rows,
+                f"{_FILE_ID} bigint, __ducklake_del_pos bigint, {DELETE_SNAPSHOT} bigint, "
+                "__ducklake_del_off bigint",
             )
         )
     if not parts:
