@@ -107,6 +107,39 @@ def test_sort_order_and_parquet_options_are_honoured(spark, sqlite_catalog: Cata
     con.close()
 
 
+def test_files_roll_over_at_the_target_compressed_size(spark, sqlite_catalog: Catalog) -> None:
+    """target_file_size counts Parquet bytes, as DuckDB's does: a new table's rows per
+    file come from a written sample, later inserts from the table's own files. Each
+    file but the last of each task is near the target, none far over it."""
+    target = 256 * 1024
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    with lake.transaction() as tx:
+        tx.set_option("target_file_size", "256KB")
+
+    def rows(start: int):  # type: ignore[no-untyped-def]
+        return spark.range(start, start + 400_000, numPartitions=2).select(
+            F.col("id"), F.concat(F.lit("value-"), F.col("id")).alias("v")
+        )
+
+    def sizes_since(known: set[str]) -> list[int]:
+        files = lake.catalog().data_files(lake.catalog().table("main", "t"))
+        return sorted(f.file_size_bytes for f in files if f.path not in known)
+
+    create_table_as(lake, "main", "t", rows(0))  # a new table: sized from a sample
+    first = sizes_since(set())
+    known = {f.path for f in lake.catalog().data_files(lake.catalog().table("main", "t"))}
+    insert_into(lake, "main", "t", rows(400_000))  # sized from the table's files
+    second = sizes_since(known)
+    for sizes in (first, second):
+        assert len(sizes) >= 6, sizes
+        assert sizes[-1] <= 1.25 * target, sizes
+        # the two smallest may be the last file of each of the two tasks
+        assert all(s >= 0.6 * target for s in sizes[2:]), sizes
+    con = _duck(sqlite_catalog)
+    assert con.execute("SELECT count(*), count(DISTINCT v) FROM t").fetchone() == (800_000,) * 2
+    con.close()
+
+
 def test_inlining_limit_comes_from_the_lake(spark, catalog: Catalog) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     with lake.transaction() as tx:

@@ -95,6 +95,8 @@ class WriteOptions:
     compression_level: int | None = None
     row_group_size: int = 122_880
     target_file_size: int = 512 * 1024 * 1024
+    # compressed bytes per row of the table's files so far, when it has enough of them
+    bytes_per_row: float | None = None
 
 
 # ---------------------------------------------------------------------------------------

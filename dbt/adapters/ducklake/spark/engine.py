@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -110,7 +110,7 @@ def _stage_rows(
         "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
     )
     sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
-    options = write_options(lake, table)
+    options = replace(write_options(lake, table), bytes_per_row=_bytes_per_row(tx, table))
     files = write_data_files(
         df,
         table,
@@ -126,6 +126,21 @@ def _stage_rows(
         _inline(tx, table, rows, keep_row_ids)
         return
     tx.add_data_files(table, files)
+
+
+_LEARNED_FROM_ROWS = 10_000
+
+
+def _bytes_per_row(tx: Transaction, table: StagedTable) -> float | None:
+    """Compressed Parquet bytes per row of the table's files so far (its stats), which
+    is how the next write sizes files to `target_file_size`; None for a new or small
+    table."""
+    if table.table_id is None:
+        return None
+    stats, _columns = tx.catalog.table_stats(table.table_id)
+    if stats is None or stats.record_count < _LEARNED_FROM_ROWS or not stats.file_size_bytes:
+        return None
+    return float(stats.file_size_bytes / stats.record_count)
 
 
 def _inline(

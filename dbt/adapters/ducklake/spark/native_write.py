@@ -107,13 +107,8 @@ def write_native(
     out = data.select(*fields)
     staging = f"{options.root}ducklake-write-{uuid.uuid4()}/"
     try:
-        (
-            out.write.option("compression", _CODECS[options.compression])
-            .option("maxRecordsPerFile", str(_rows_per_file(columns, options.target_file_size)))
-            .option("parquet.block.row.count.limit", str(options.row_group_size))
-            .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
-            .parquet(staging)
-        )
+        rows_per_file = _rows_per_file(out, columns, options, f"{staging[:-1]}-sample/")
+        _parquet_writer(out, options, rows_per_file).parquet(staging)
         # DuckDB's layout and names: ducklake-<uuid>.parquet in the table directory
         written = []
         for name in sorted(os.listdir(staging)):
@@ -133,11 +128,56 @@ def write_native(
     return [f for f in facts if f["record_count"] > 0]
 
 
-def _rows_per_file(columns: Sequence[Column], target_file_size: int) -> int:
-    """Rows per file so that files stay under the target: the rows' in-memory width is
-    an upper bound of their compressed size except for long strings."""
+def _parquet_writer(out: DataFrame, options: WriteOptions, rows_per_file: int) -> Any:
+    return (
+        out.write.option("compression", _CODECS[options.compression])
+        .option("maxRecordsPerFile", str(rows_per_file))
+        .option("parquet.block.row.count.limit", str(options.row_group_size))
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    )
+
+
+def _rows_per_file(
+    out: DataFrame, columns: Sequence[Column], options: WriteOptions, scratch: str
+) -> int:
+    """Rows per file so that files roll over near `target_file_size` of Parquet bytes,
+    as DuckDB's do. Spark's writer can only count rows, so the compressed bytes per row
+    come from the table's files so far, else from a small sample written first when
+    Spark expects more data than one file holds (a query that shuffles is not sampled:
+    its LIMIT would compute it twice; it gets the in-memory width, an upper bound)."""
+    target = options.target_file_size
+    if options.bytes_per_row:
+        return max(1, int(target / options.bytes_per_row))
     width = sum(_WIDTH.get(c.type, 16 if is_decimal(c.type) else _VARIABLE_WIDTH) for c in columns)
-    return max(1, target_file_size // max(1, width))
+    upper_bound = max(1, target // max(1, width))
+    jdf = getattr(out, "_jdf", None)
+    if jdf is None:
+        return upper_bound
+    execution = jdf.queryExecution()
+    if int(str(execution.optimizedPlan().stats().sizeInBytes())) <= target:
+        return upper_bound  # no file reaches the target anyway
+    if "Exchange" in execution.executedPlan().toString():
+        return upper_bound
+    try:
+        _parquet_writer(out.limit(_SAMPLE_ROWS), options, _SAMPLE_ROWS).parquet(scratch)
+        sizes = [
+            os.path.getsize(scratch + n) for n in os.listdir(scratch) if n.endswith(".parquet")
+        ]
+        rows = sum(
+            pq.read_metadata(scratch + n).num_rows
+            for n in os.listdir(scratch)
+            if n.endswith(".parquet")
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if rows < _SAMPLE_ROWS:
+        return upper_bound  # the whole result fits in the sample: one file
+    per_row = sum(sizes) / rows
+    log.info("target_file_size: about %.1f compressed bytes per row, from a sample", per_row)
+    return max(1, int(target / per_row))
+
+
+_SAMPLE_ROWS = 8192
 
 
 def _footer_facts(
