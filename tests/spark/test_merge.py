@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake.models import Column
 from dbt.adapters.ducklake.spark.engine import insert_into
-from dbt.adapters.ducklake.spark.merge import MergeError, When, merge_into
+from dbt.adapters.ducklake.spark.merge import MergeError, When, _target_columns_used, merge_into
 from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.canon import canon_rows
@@ -148,3 +149,22 @@ def test_multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tm
     with pytest.raises(MergeError, match="cannot INSERT; accepted: UPDATE, DELETE"):
         When("matched", "insert")
     con.close()
+
+
+def test_the_target_scan_reads_only_the_columns_the_merge_uses() -> None:
+    """A MERGE that sets every column reads just its keys; a column an UPDATE leaves
+    as it was, or that a condition or value names, is read too."""
+    columns = [
+        Column(i, n, "int64", True, i, None, None, None, None, None, 1)
+        for i, n in enumerate(["id", "v", "n", "extra"], 1)
+    ]
+    set_all = [When("matched", "update"), When("not_matched", "insert")]
+    assert _target_columns_used("t.id = s.id", set_all, columns) == ["id"]
+    partial = [
+        When("matched", "update", "t.n > 0", {"v": "s.new_v"}),
+        When("not_matched", "insert", None, {"id": "s.id", "v": "s.new_v"}),
+    ]
+    # n is named by the condition; n, extra and id are kept by the partial update
+    assert _target_columns_used("t.id = s.id", partial, columns) == ["id", "n", "extra"]
+    deleting = [When("matched", "delete", "`extra` IS NULL")]
+    assert _target_columns_used("t.id = s.id", deleting, columns) == ["id", "extra"]

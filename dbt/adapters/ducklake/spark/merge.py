@@ -85,6 +85,10 @@ def merge_into(
         _key_ranges(source, on, target_alias, source_alias, columns) if by_source_only else []
     )
     target = target_rows(spark, lake, tx, schema, name, predicates=predicates)
+    # the scan reads only the target columns the statement can use: the ON keys and the
+    # values updates keep (a dbt merge that sets every column reads just the keys)
+    kept = _target_columns_used(on, clauses, columns)
+    target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
     if by_source_only:
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so the outer join below and
@@ -195,6 +199,35 @@ def _key_ranges(
     return predicates
 
 
+_IDENTIFIER = re.compile(r"`([^`]+)`|(\w+)")
+
+
+def _target_columns_used(on: str, clauses: Sequence[When], columns: Sequence[Column]) -> list[str]:
+    """Target columns the MERGE may read: any named in ON, a condition or a value (by
+    word, so a source column of the same name counts too), and any an UPDATE leaves as
+    it was."""
+    texts = [on]
+    for c in clauses:
+        texts.append(c.condition or "")
+        texts += list((c.values or {}).values())
+    words = {
+        (quoted or bare).lower() for text in texts for quoted, bare in _IDENTIFIER.findall(text)
+    }
+    kept = []
+    for col in columns:
+        name = col.name.lower()
+        left_as_is = any(c.action == "update" and not _assigns(c, name) for c in clauses)
+        if name in words or left_as_is:
+            kept.append(col.name)
+    return kept
+
+
+def _assigns(clause: When, column: str) -> bool:
+    """Whether the clause gives `column` a value (`*` gives every column one)."""
+    values = clause.values
+    return values is None or column.lower() in {k.lower() for k in values}
+
+
 def _comparable(target: T.DataType, source: T.DataType) -> bool:
     """Whether the source's min/max order keys as the target's stats do (no casts
     between strings and numbers, which order differently)."""
@@ -216,7 +249,9 @@ def _values(
     """Per target column: the value the deciding clause gives it."""
     out = []
     for col in columns:
-        expr: SparkColumn = F.col(f"{t}.`{col.name}`") if keep_target else F.lit(None)
+        assigned_by_all = all(_assigns(clauses[i], col.name) for i in chosen)
+        keep = keep_target and not assigned_by_all
+        expr: SparkColumn = F.col(f"{t}.`{col.name}`") if keep else F.lit(None)
         for i in reversed(chosen):
             c = clauses[i]
             if c.values is None:  # UPDATE SET * / INSERT *: the source column of that name
