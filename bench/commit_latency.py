@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common import record
 from dbt.adapters.ducklake.lake import ColumnSpec, DataFileSpec, FileColumnStats, Lake
 
 WARM_UP = 5
@@ -57,7 +58,9 @@ def main() -> None:
     samples.sort()
     p90 = samples[int(0.9 * (len(samples) - 1))]
     print(f"commits={commits} (one data file each, SQLite metadata)")
-    print(f"commit median {statistics.median(samples) * 1000:.1f} ms, p90 {p90 * 1000:.1f} ms")
+    median = statistics.median(samples) * 1000
+    print(f"commit median {median:.1f} ms, p90 {p90 * 1000:.1f} ms")
+    record("metadata", f"one SQLite commit, median of {commits}", median, "ms", "< 20")
 
 
 if __name__ == "__main__":

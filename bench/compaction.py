@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.scan_planning import median_seconds
+from bench.common import median_seconds, record
 from dbt.adapters.ducklake.lake import ColumnSpec, DataFileSpec, FileColumnStats, Lake
 from dbt.adapters.ducklake.spark import maintenance
 from dbt.adapters.ducklake.spark.scan import scan_table
@@ -92,6 +92,7 @@ def main() -> None:
     print(f"full read, after merge_adjacent_files ({left} file): {after:.3f} s")
     print(f"ratio after/before: {after / before:.2f}")
     print(f"merge_adjacent_files itself: {merge:.3f} s")
+    record("compaction", f"full read after merging {files} files vs before", after / before, "x")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.scan_planning import median_seconds
+from bench.common import bench_session, interleaved, record
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.scan import scan_table
-from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 
 
@@ -74,13 +73,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["write", "scan"], default=None)
     args = parser.parse_args()
     rows, repeat = (200_000, 1) if args.smoke else (args.rows, args.repeat)
-    spark = get_session(
-        SessionConfig(
-            master="local[2]",
-            conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
-        )
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bench_session()
     df = source(spark, rows, args.partitions)
     root = tempfile.mkdtemp(prefix="bench-engine-")
     try:
@@ -104,9 +97,8 @@ def main() -> None:
                     "AS SELECT * FROM bench_source"
                 )
 
-            ours = median_seconds(ours_write, repeat)
-            raw = median_seconds(raw_write, repeat)
-            ctas = median_seconds(spark_ctas, repeat)
+            times = interleaved({"ours": ours_write, "raw": raw_write, "ctas": spark_ctas}, repeat)
+            ours, raw, ctas = times["ours"], times["raw"], times["ctas"]
             spark.sql("DROP TABLE IF EXISTS bench_ctas")
             ours_bytes = sum(os.path.getsize(p) for p in table_files(lake, "w0"))
             raw_bytes = dir_bytes(f"{root}/raw")
@@ -116,6 +108,12 @@ def main() -> None:
                 f"write  ratio time {ours / raw:.2f} (raw), {ours / ctas:.2f} (Spark CTAS)   "
                 f"bytes {ours_bytes / raw_bytes:.2f}"
             )
+            size = f"{rows:,} rows"
+            record(
+                "write", f"CREATE TABLE AS {size} vs df.write.parquet", ours / raw, "x", "<= 1.10"
+            )
+            record("write", f"CREATE TABLE AS {size} vs Spark CTAS", ours / ctas, "x", "<= 1.10")
+            record("write", "data bytes vs Spark's", ours_bytes / raw_bytes, "x", "<= 1.05")
         if args.only in (None, "scan"):
             create_table_as(lake, "main", "t", df)
             files = table_files(lake, "t")
@@ -126,13 +124,31 @@ def main() -> None:
             def lake_scan() -> object:
                 return aggregate(scan_table(spark, lake, "main", "t"))
 
-            ours = median_seconds(lake_scan, repeat)
-            raw = median_seconds(lambda: aggregate(spark.read.parquet(*files)), repeat)
+            def raw_scan() -> object:
+                return aggregate(spark.read.parquet(*files))
+
+            times = interleaved({"ours": lake_scan, "raw": raw_scan}, repeat)
+            ours, raw = times["ours"], times["raw"]
             print(f"scan   ours scan_table     {ours:7.2f} s   raw spark.read.parquet {raw:7.2f} s")
             print(f"scan   ratio {ours / raw:.2f}")
             LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id % 10 = 3")
-            deleted = median_seconds(lake_scan, repeat)
+            times = interleaved({"ours": lake_scan, "raw": raw_scan}, repeat)
+            deleted, raw = times["ours"], times["raw"]
             print(f"scan   10% deleted         {deleted:7.2f} s   ratio to raw {deleted / raw:.2f}")
+            record(
+                "scan",
+                f"group-by over {rows:,} rows vs spark.read.parquet",
+                ours / raw,
+                "x",
+                "<= 1.10",
+            )
+            record(
+                "scan",
+                "same, 10% of rows deleted, vs the no-delete raw read",
+                deleted / raw,
+                "x",
+                "<= 1.30",
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

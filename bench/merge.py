@@ -10,15 +10,15 @@ the ratio, the files the target scan kept and the bytes each approach writes; th
 DELETE and a 1% UPDATE, spread and clustered, against plain Spark rewriting the files.
 `--smoke` runs a small size for CI.
 
-    .venv/bin/python bench/merge.py            # 1,000,000 rows, 20 files
-    .venv/bin/python bench/merge.py --smoke    # 100,000 rows, 20 files
+    .venv/bin/python bench/merge.py            # 10,000,000 rows, 40 files
+    .venv/bin/python bench/merge.py --smoke    # 100,000 rows, 40 files
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -27,9 +27,9 @@ import sqlalchemy as sa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common import bench_session, record, watch_pruning
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
-from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 
 MERGE = (
@@ -57,19 +57,6 @@ def written_bytes(lake: Lake, snapshot_id: int) -> int:
                 {"s": snapshot_id},
             ).scalar_one()
         )
-
-
-class PruneLog(logging.Handler):
-    """Collects the scan's "N of M data files pruned" lines."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "data files pruned" in message:
-            self.lines.append(message)
 
 
 def changes(spark, rows: int, clustered: bool) -> None:  # type: ignore[no-untyped-def]
@@ -128,25 +115,19 @@ def dml_figures(spark, sql: LakeSQL, lake: Lake, root: str, rows: int, table) ->
                 f"[{kind}] 1% {verb}: {ours:.2f} s, raw Spark rewrite {raw:.2f} s, "
                 f"ratio {ours / raw:.2f}"
             )
+            goal = "<= 0.10" if kind == "clustered keys" else "<= 0.25"
+            record("DML", f"1% {verb}, {kind}, vs raw rewrite", ours / raw, "x", goal)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--smoke", action="store_true", help="100,000 rows (CI)")
     args = parser.parse_args()
     rows = 100_000 if args.smoke else args.rows
-    spark = get_session(
-        SessionConfig(
-            master="local[2]",
-            conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
-        )
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    pruning = PruneLog()
-    logging.getLogger("dbt.adapters.ducklake.spark").addHandler(pruning)
-    logging.getLogger("dbt.adapters.ducklake.spark").setLevel(logging.INFO)
+    spark = bench_session()
+    pruning = watch_pruning()
     print(f"rows={rows} files={args.files} changed={rows // 100} (1%)")
     with tempfile.TemporaryDirectory() as root:
         lake = Lake.open(f"sqlite:///{root}/meta.sqlite", data_path=f"{root}/data")
@@ -193,6 +174,18 @@ def main() -> None:
                 f"[{kind}] bytes written / table bytes: ours {mor_bytes / table_bytes:.3f}, "
                 f"baseline {cow_bytes / table_bytes:.3f}"
             )
+            goal = "<= 0.10" if clustered else "<= 0.25"
+            record("MERGE", f"1% into {rows:,} rows, {kind}, vs raw rewrite", mor / raw, "x", goal)
+            record(
+                "MERGE",
+                f"{kind}: bytes written / table bytes",
+                mor_bytes / table_bytes,
+                "x",
+                "<= 0.02",
+            )
+            found = re.search(r"(\d+) of (\d+) data files pruned", scanned)
+            pruned, total = (int(found[1]), int(found[2])) if found else (0, args.files)
+            record("MERGE", f"{kind}: target files read, of {total}", total - pruned, "files")
         dml_figures(spark, sql, lake, root, rows, table)
 
 

@@ -5,7 +5,7 @@ with the baseline a plain PySpark user would write for the same files,
 `spark.read.schema(...).parquet(*paths)`, measured in the same run and session.
 Prints medians and the ratio. `--smoke` runs a small size for CI.
 
-    .venv/bin/python bench/scan_planning.py            # 2,000 files
+    .venv/bin/python bench/scan_planning.py            # 10,000 files
     .venv/bin/python bench/scan_planning.py --smoke    # 200 files
 """
 
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +22,7 @@ from pyspark.sql import types as T
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.common import interleaved, record
 from dbt.adapters.ducklake.lake import ColumnSpec, DataFileSpec, FileColumnStats, Lake
 from dbt.adapters.ducklake.spark.scan import scan_table
 from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
@@ -54,19 +53,9 @@ def build(root: str, files: int) -> tuple[Lake, list[str]]:
     return lake, paths
 
 
-def median_seconds(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    fn()  # warm-up: JIT and caches, not part of steady-state planning
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="200 files, 2 repeats (CI)")
     args = parser.parse_args()
@@ -78,14 +67,22 @@ def main() -> None:
         read_schema = T.StructType(
             [T.StructField("id", T.LongType(), True, {"parquet.field.id": 1})]
         )
-        ours = median_seconds(lambda: scan_table(spark, lake, "main", "events"), repeat)
-        baseline = median_seconds(lambda: spark.read.schema(read_schema).parquet(*paths), repeat)
+        times = interleaved(
+            {
+                "ours": lambda: scan_table(spark, lake, "main", "events"),
+                "baseline": lambda: spark.read.schema(read_schema).parquet(*paths),
+            },
+            repeat,
+        )
+        ours, baseline = times["ours"], times["baseline"]
         count = scan_table(spark, lake, "main", "events").count()
         assert count == 2 * files, count
     print(f"files={files} repeat={repeat}")
     print(f"scan_table planning (catalog + pruning + scan): {ours:.3f} s")
     print(f"baseline spark.read.parquet(*paths):            {baseline:.3f} s")
     print(f"ratio ours/baseline: {ours / baseline:.2f}")
+    record("scan planning", f"driver time, {files:,} files", ours, "s", "< 1")
+    record("scan planning", "vs spark.read.parquet(*paths)", ours / baseline, "x")
 
 
 if __name__ == "__main__":
