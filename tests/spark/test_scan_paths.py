@@ -117,3 +117,29 @@ def test_a_file_changed_outside_the_lake_fails_the_scan(spark, sqlite_catalog: C
     pq.write_table(stored.slice(0, 10), first)  # same columns and field ids, fewer rows
     with pytest.raises(Exception, match="size differs from the size the DuckLake catalog"):
         scan_table(spark, lake, "main", "t", lineage=True).collect()
+
+
+def test_many_files_are_listed_by_their_folder_only_when_it_holds_just_them(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    """A scan of a folder's every file lists the folder (one call) instead of each
+    file; anything else in the folder, or a subfolder, sends it back to the file list."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(lake, "main", "t", spark.range(0, 700).repartition(70))
+    files = lake.catalog().data_files(lake.catalog().table("main", "t"))
+    assert len(files) == 70
+    folder = os.path.dirname(files[0].path)
+
+    def listed() -> str:
+        df = scan_table(spark, lake, "main", "t")
+        assert sorted(r.id for r in df.collect()) == list(range(700))
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        return "folder" if "InMemoryFileIndex(1 paths)" in plan else "files"
+
+    assert listed() == "folder"
+    with open(os.path.join(folder, "notes.txt"), "w") as stray:
+        stray.write("not a data file")
+    assert listed() == "files"
+    os.remove(os.path.join(folder, "notes.txt"))
+    os.mkdir(os.path.join(folder, "ducklake-write-in-progress"))
+    assert listed() == "files"

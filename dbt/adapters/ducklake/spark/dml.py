@@ -153,14 +153,19 @@ def stage_deletes(
         F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), F.col("rowid")
     ).persist()
     try:
-        per_file = {
-            r.fid: r.n
-            for r in keys.where("fid IS NOT NULL")
-            .groupBy("fid")
-            .agg(F.count("*").alias("n"))
+        limit = inlining_limit(lake, table)
+        # one small job: per touched file its count, and the ids of inlined rows removed
+        # (collect_list skips the NULLs every file row gives it)
+        summary = (
+            keys.groupBy("fid")
+            .agg(
+                F.count("*").alias("n"),
+                F.collect_list(F.when(F.col("fid").isNull(), F.col("rowid"))).alias("rowids"),
+            )
             .collect()
-        }  # one row per touched file
-        inlined = [r.rowid for r in keys.where("fid IS NULL").select("rowid").collect()]
+        )
+        per_file = {r.fid: r.n for r in summary if r.fid is not None}
+        inlined = [i for r in summary if r.fid is None for i in r.rowids]
         if inlined:
             tx.delete_inlined_rows(table, inlined)
         if not per_file:
@@ -168,7 +173,6 @@ def stage_deletes(
         info = tx.catalog.table_by_id(table.table_id)
         files = {f.data_file_id: f for f in tx.catalog.data_files(info, only=per_file)}
         already = _deleted_counts(files)
-        limit = inlining_limit(lake, table)
         ended, small, large = [], [], []
         for fid, n in per_file.items():
             if n + already.get(fid, 0) >= files[fid].record_count:

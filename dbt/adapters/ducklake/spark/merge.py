@@ -190,7 +190,7 @@ def _key_ranges(
     aggs = []
     for _col, src_col in pairs:
         aggs += [F.min(F.col(f"`{src_col}`")), F.max(F.col(f"`{src_col}`"))]
-    bounds = source.agg(*aggs).first()  # one row: the source keys' range
+    bounds = source.agg(*aggs).collect()[0]  # one row; collect is one job, first() two
     predicates = []
     for i, (col, _src) in enumerate(pairs):
         lo, hi = (bounds[2 * i], bounds[2 * i + 1]) if bounds is not None else (None, None)

@@ -154,9 +154,14 @@ def _rows_per_file(
     if jdf is None:
         return upper_bound
     execution = jdf.queryExecution()
-    if int(str(execution.optimizedPlan().stats().sizeInBytes())) <= target:
-        return upper_bound  # no file reaches the target anyway
-    if "Exchange" in execution.executedPlan().toString():
+    plan = execution.executedPlan()
+    if "Exchange" in plan.toString():
+        return upper_bound
+    # each task writes its own files: only a task expected to write more than the
+    # target (twice its even share, for skew) can need a second file
+    tasks = max(1, int(plan.outputPartitioning().numPartitions()))
+    expected = int(str(execution.optimizedPlan().stats().sizeInBytes()))
+    if 2 * expected / tasks <= target:
         return upper_bound
     try:
         _parquet_writer(out.limit(_SAMPLE_ROWS), options, _SAMPLE_ROWS).parquet(scratch)

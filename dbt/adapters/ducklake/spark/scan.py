@@ -100,16 +100,55 @@ def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]
     reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
     jreader = getattr(reader, "_jreader", None)
     jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
-    if jreader is None or jvm is None or len(paths) < 64:
+    if jreader is None or jvm is None or len(paths) < _MANY_FILES:
         return reader.parquet(*paths)
+    folder = _folder_of_exactly(paths)
+    if folder is not None:
+        whole = DataFrame(jreader.parquet(_jvm_seq(jvm, [folder])), spark)
+        # what Spark listed is what the catalog named, unless a file came in between
+        if len(whole._jdf.inputFiles()) == len(paths):
+            return whole
+    return DataFrame(jreader.parquet(_jvm_seq(jvm, paths)), spark)
+
+
+_MANY_FILES = 64
+
+
+def _folder_of_exactly(paths: Sequence[str]) -> str | None:
+    """The local directory holding exactly these Parquet files and nothing else to
+    read, or None. Spark lists one directory in one call, where it checks and stats a
+    list of paths one by one: planning a 10,000-file table takes a third of the time."""
+    folder = os.path.dirname(paths[0])
+    if "://" in folder or not folder:
+        return None
+    names = set()
+    for p in paths:
+        if os.path.dirname(p) != folder:
+            return None
+        names.add(os.path.basename(p))
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    present = set()
+    for entry in entries:
+        if entry.name.startswith(".") or (entry.name.startswith("_") and "=" not in entry.name):
+            continue  # names Spark skips as hidden
+        if not entry.is_file(follow_symlinks=False):
+            return None  # a subdirectory (a write in progress) would be read as well
+        present.add(entry.name)
+    return folder if present == names else None
+
+
+def _jvm_seq(jvm: Any, paths: Sequence[str]) -> Any:
+    """A Scala Seq of paths built in one py4j call (not one per path)."""
     joined = jvm.java.lang.String("\n".join(paths))
     jlist = (
         jvm.java.util.regex.Pattern.compile("\n")
         .splitAsStream(joined)
         .collect(jvm.java.util.stream.Collectors.toList())
     )
-    jpaths = jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
-    return DataFrame(jreader.parquet(jpaths), spark)
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
 
 
 def _norm(path: str) -> str:
