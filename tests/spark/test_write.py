@@ -147,14 +147,16 @@ def test_inlining_limit_comes_from_the_lake(spark, catalog: Catalog) -> None:
         tx.set_option("data_inlining_row_limit", "50")
     insert_into(lake, "main", "t", spark.range(0, 50))  # at the limit: inlined
     insert_into(lake, "main", "t", spark.range(50, 101))  # over it: a file
+    # Spark estimates this LIMIT at 100 rows; it yields 5, which are inlined
+    insert_into(lake, "main", "t", spark.range(200, 1000).where("id < 205").limit(100))
     cat = lake.catalog()
     t = cat.table("main", "t")
-    assert len(cat.inlined_rows(t.table_id)) == 50
+    assert len(cat.inlined_rows(t.table_id)) == 55
     assert sum(f.record_count for f in cat.data_files(t)) == 51
-    kinds = [[c.kind for c in s.changes] for s in lake.snapshots()[-2:]]
-    assert kinds == [["inlined_insert"], ["inserted_into_table"]]
+    kinds = [[c.kind for c in s.changes] for s in lake.snapshots()[-3:]]
+    assert kinds == [["inlined_insert"], ["inserted_into_table"], ["inlined_insert"]]
     con = _duck(catalog)
-    assert con.execute("SELECT count(*), sum(id) FROM t").fetchone() == (101, 5050)
+    assert con.execute("SELECT count(*), sum(id) FROM t").fetchone() == (106, 5050 + 1010)
     con.close()
 
 

@@ -101,7 +101,7 @@ def _stage_rows(
 ) -> None:
     limit = inlining_limit(lake, table)
     write_first = limit > 0 and _shuffles(df)
-    if limit > 0 and not write_first and not _known_larger(df, limit):
+    if limit > 0 and not write_first:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
         if len(head) <= limit:
             _inline(tx, table, python_rows(head, df.schema), keep_row_ids)
@@ -150,16 +150,6 @@ def _inline(
         tx.insert_inlined(table, [r[:-1] for r in rows], row_ids=[r[-1] for r in rows])
     elif rows:
         tx.insert_inlined(table, rows)
-
-
-def _known_larger(df: DataFrame, limit: int) -> bool:
-    """Whether Spark knows the query has more than `limit` rows (a range, local data),
-    so no LIMIT probe is needed to rule inlining out."""
-    jdf = getattr(df, "_jdf", None)
-    if jdf is None:
-        return False
-    count = jdf.queryExecution().optimizedPlan().stats().rowCount()
-    return bool(count.isDefined()) and int(str(count.get())) > limit
 
 
 def _shuffles(df: DataFrame) -> bool:
