@@ -88,17 +88,25 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog) -> None
     assert "Union" in scan_plan and "Join" in scan_plan, scan_plan
 
 
-def test_deletes_on_both_sides_of_every_64_row_run(spark, sqlite_catalog: Catalog) -> None:
-    """Deleted rows become one 64-bit mask per run of 64 row numbers: positions at the
-    edges of runs, in files whose lengths are not multiples of 64, with a delete file
-    and inlined deletes together, read as DuckDB reads them."""
+@pytest.mark.parametrize("masks", [True, False])
+def test_deletes_on_both_sides_of_every_64_row_run(
+    spark, sqlite_catalog: Catalog, masks: bool, monkeypatch
+) -> None:
+    """Many deleted rows become one 64-bit mask per run of 64 row numbers, few an
+    anti-join on row numbers: positions at the edges of runs, in files whose lengths
+    are not multiples of 64, with a delete file and inlined deletes together, read as
+    DuckDB reads them either way."""
+    monkeypatch.setattr(scan, "_FEW_DELETES", 0 if masks else 1 << 17)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql("SELECT id, id * 3 AS v FROM range(1000)").repartitionByRange(3, "id")
     create_table_as(lake, "main", "t", df)
     sql = LakeSQL(spark, lake)
     sql.execute("DELETE FROM main.t WHERE id % 64 IN (0, 1, 62, 63) OR id IN (334, 665, 999)")
     sql.execute("DELETE FROM main.t WHERE id = 500")  # one row: an inlined delete
-    ours = sorted(tuple(r) for r in scan_table(spark, lake, "main", "t").collect())
+    scanned = scan_table(spark, lake, "main", "t")
+    plan = scanned._jdf.queryExecution().executedPlan().toString()
+    assert ("bit_or" in plan) == masks, plan
+    ours = sorted(tuple(r) for r in scanned.collect())
     con = duck.connect()
     duck.attach(con, sqlite_catalog.duckdb_attach)
     theirs = sorted(con.execute("SELECT id, v FROM lake.main.t").fetchall())

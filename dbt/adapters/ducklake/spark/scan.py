@@ -431,7 +431,8 @@ def _read_per_file(
         data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
         deletes = _deletes(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
-        data = _drop_deleted(data, deletes)
+        deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
+        data = _drop_deleted(data, deletes, masks=deleted + len(inlined_deletes) > _FEW_DELETES)
     select = [_logical(c) for c in columns]
     if lineage:
         select.append(
@@ -653,17 +654,28 @@ def _row_numbering(files: Sequence[DataFile]) -> dict[int, int]:
     return offsets
 
 
-def _drop_deleted(data: DataFrame, deletes: DataFrame) -> DataFrame:
+# up to this many deleted rows, a plain anti-join on row numbers (no aggregation stage)
+_FEW_DELETES = 1 << 17
+
+
+def _drop_deleted(data: DataFrame, deletes: DataFrame, *, masks: bool) -> DataFrame:
     """`data` (with `__ducklake_off` and positions) without the rows `deletes` numbers.
 
-    Rows are numbered across the scanned files (`_row_numbering`) and deletes become a
-    64-bit mask per run of 64 numbers. Each row looks up its run (a broadcast join on a
-    long whose keys are nearly contiguous, which Spark keeps as a plain array) and tests
-    one bit: a tenth of the entries of an anti-join on (file, position), and no hashing
-    per row.
+    Rows are numbered across the scanned files (`_row_numbering`). Few deletes are a
+    broadcast anti-join on that one long. Many become a 64-bit mask per run of 64
+    numbers: each row looks up its run (a long key with nearly contiguous values, which
+    Spark keeps as a plain array) and tests one bit, a tenth of the entries of the
+    anti-join and no hashing per row, for the price of one aggregation stage.
     """
     numbered = data.withColumn("__ducklake_row_number", F.col("__ducklake_off") + F.col(_POS))
-    masks = deletes.groupBy(
+    if not masks:
+        kept = numbered.join(
+            F.broadcast(deletes),
+            F.col("__ducklake_row_number") == F.col("__ducklake_del_number"),
+            "left_anti",
+        )
+        return kept.drop("__ducklake_row_number")
+    masks_by_run = deletes.groupBy(
         F.shiftright("__ducklake_del_number", _CHUNK_BITS).alias("__ducklake_del_chunk")
     ).agg(
         F.bit_or(F.expr("shiftleft(1L, CAST(__ducklake_del_number % 64 AS INT))")).alias(
@@ -671,7 +683,7 @@ def _drop_deleted(data: DataFrame, deletes: DataFrame) -> DataFrame:
         )
     )
     kept = numbered.join(
-        F.broadcast(masks),
+        F.broadcast(masks_by_run),
         F.shiftright("__ducklake_row_number", _CHUNK_BITS) == F.col("__ducklake_del_chunk"),
         "left",
     ).where(
