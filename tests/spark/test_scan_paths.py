@@ -8,6 +8,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark import scan
@@ -44,19 +45,24 @@ def test_spark_uri_is_what_spark_reports(spark, tmp_path) -> None:
     assert spark_uri("s3a://bucket/key.parquet") is None
 
 
-@pytest.mark.parametrize("by_size", [True, False])
-@pytest.mark.parametrize("value", ["a/b x%y", "ünïcode"])
+@pytest.mark.parametrize("by_size", ["lookup", "join", False])
+@pytest.mark.parametrize("value", ["a/b x%y", "ünïcode", "it's \\ done"])
 def test_deletes_and_lineage_through_encoded_and_fallback_paths(
-    spark, sqlite_catalog: Catalog, value: str, by_size: bool, monkeypatch
+    spark, sqlite_catalog: Catalog, value: str, by_size: str | bool, monkeypatch
 ) -> None:
     """Partition directories need %-encoding (and non-ASCII falls back to per-row
     decoding): deletes and row ids still land on the right rows, as DuckDB reads them,
-    whether rows find their file by size or by path."""
-    monkeypatch.setattr(scan, "MATCH_BY_SIZE", by_size)
+    whether rows find their file by size (a constant lookup for few files, a join for
+    many) or by path."""
+    monkeypatch.setattr(scan, "MATCH_BY_SIZE", bool(by_size))
+    if by_size == "join":
+        monkeypatch.setattr(scan, "_INLINE_FILES", 0)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
-    df = spark.sql(
-        f"SELECT id, CASE WHEN id % 2 = 0 THEN '{value}' ELSE 'plain' END AS p FROM range(40)"
-    ).repartition(2)
+    df = (
+        spark.range(40)
+        .select("id", F.when(F.col("id") % 2 == 0, F.lit(value)).otherwise("plain").alias("p"))
+        .repartition(2)
+    )
     create_table_as(lake, "main", "t", df, partition_by=[("p", "identity")])
     sql = LakeSQL(spark, lake)
     sql.execute("DELETE FROM main.t WHERE id % 4 = 0 OR id = 7")
@@ -75,9 +81,11 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog) -> None
     plain = scan_table(spark, lake, "main", "t")
     plan = plain._jdf.queryExecution().executedPlan().toString()
     assert "Join" not in plan and "file_path" not in plan, plan
-    # lineage asks for per-file constants: now rows are matched to files
+    # lineage asks for per-file constants: now rows are matched to files, by a lookup
+    # on the file's size (few files) rather than a join
     lineage = scan_table(spark, lake, "main", "t", lineage=True)
-    assert "Join" in lineage._jdf.queryExecution().executedPlan().toString()
+    lineage_plan = lineage._jdf.queryExecution().executedPlan().toString()
+    assert "file_size" in lineage_plan and "Join" not in lineage_plan, lineage_plan
     ids = sorted(r.rowid for r in lineage.collect())
     assert ids == list(range(1000))
     # deletes in one file: only that file is matched per row; the rest stay plain
@@ -115,9 +123,13 @@ def test_deletes_on_both_sides_of_every_64_row_run(
     assert [r[0] for r in ours] == [i for i in range(1000) if i not in gone]
 
 
-def test_a_file_changed_outside_the_lake_fails_the_scan(spark, sqlite_catalog: Catalog) -> None:
+@pytest.mark.parametrize("inline_files", [64, 0])
+def test_a_file_changed_outside_the_lake_fails_the_scan(
+    spark, sqlite_catalog: Catalog, inline_files: int, monkeypatch
+) -> None:
     """Rows find their file by its size: a file whose size is not the catalog's fails
-    the query rather than losing its rows."""
+    the query rather than losing its rows, through the lookup and through the join."""
+    monkeypatch.setattr(scan, "_INLINE_FILES", inline_files)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     create_table_as(lake, "main", "t", spark.range(0, 200).repartitionByRange(2, "id"))
     first = lake.catalog().data_files(lake.catalog().table("main", "t"))[0].path

@@ -401,14 +401,12 @@ def _read_per_file(
     # Rows find their file by the URI Spark reports, precomputed here when possible.
     match = _file_match([f.path for f in files], [f.file_size_bytes for f in files])
     offsets = _row_numbering(files)
-    file_info = spark.createDataFrame(
-        [
-            (key, f.data_file_id, f.row_id_start, f.begin_snapshot, offsets[f.data_file_id])
-            for key, f in zip(match.keys, files, strict=True)
-        ],
-        f"__ducklake_file {match.key_type}, __ducklake_fid bigint, "
-        "__ducklake_row_id_start bigint, __ducklake_begin bigint, __ducklake_off bigint",
-    )
+    file_info = {
+        "__ducklake_fid": [f.data_file_id for f in files],
+        "__ducklake_row_id_start": [f.row_id_start for f in files],
+        "__ducklake_begin": [f.begin_snapshot for f in files],
+        "__ducklake_off": [offsets[f.data_file_id] for f in files],
+    }
     by_id = [f.path for f in files if f.mapping_id is None]
     mapped: dict[int, list[str]] = {}
     for f in files:
@@ -422,7 +420,7 @@ def _read_per_file(
         part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
         raw = part if raw is None else raw.unionByName(part)
     assert raw is not None
-    data = match.join(raw, file_info, "__ducklake_path", "__ducklake_file")
+    data = match.attach(spark, raw, "__ducklake_path", file_info)
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
     deletes = None
@@ -462,22 +460,78 @@ class _FileMatch:
     per_row: SparkColumn  # the key each row carries
     checked: bool  # unmatched rows must fail (the size match)
 
-    def join(self, data: DataFrame, info: DataFrame, row_key: str, info_key: str) -> DataFrame:
-        """`data` (with `row_key`) joined to one `info` row per file (with `info_key`);
-        with a size match, each bigint column of `info` fails the query where unmatched."""
-        condition = F.col(row_key) == F.col(info_key)
-        if not self.checked:
-            return data.join(F.broadcast(info), condition)
-        joined = data.join(F.broadcast(info), condition, "left")
-        message = F.lit(
-            "a Parquet file's size differs from the size the DuckLake catalog records for "
-            "it: the file was changed outside the lake"
+    def attach(
+        self,
+        spark: SparkSession,
+        data: DataFrame,
+        row_key: str,
+        info: Mapping[str, Sequence[int | None]],
+        *,
+        few_rows: bool = False,
+    ) -> DataFrame:
+        """`data` (whose `row_key` holds the per-row key) with one bigint column per
+        entry of `info`, holding the value of the row's file (`info` lists one value per
+        file, in the order of `keys`), and without `row_key`.
+
+        Over few files this needs no join: the file's index is a CASE on the key, each
+        value a lookup in a constant array, so no broadcast side is built (one Spark job
+        less) and no row is hashed. A path key takes this way only for `few_rows` (delete
+        files), where comparing strings per row costs less than the job. Otherwise a
+        broadcast join. With a size match, a row of an unknown file fails the query;
+        with a path match, it is dropped.
+        """
+        if len(self.keys) <= _INLINE_FILES and (self.checked or few_rows):
+            # SQL text: one py4j call per expression, not one per constant
+            whens = " ".join(
+                f"WHEN {row_key} = {_sql_key(k)} THEN {i}" for i, k in enumerate(self.keys, 1)
+            )
+            index = F.expr(f"CASE {whens} END")
+            if self.checked:
+                index = F.coalesce(index, F.raise_error(F.lit(_CHANGED_FILE)))
+            values = [
+                F.expr(f"element_at(array({', '.join(_sql_key(v) for v in vs)}), {row_key})").alias(
+                    name
+                )
+                for name, vs in info.items()
+            ]
+            indexed = data.withColumn(row_key, index)
+            if not self.checked:
+                indexed = indexed.where(F.col(row_key).isNotNull())
+            return indexed.select("*", *values).drop(row_key)
+        names = list(info)
+        rows = [(key, *vs) for key, *vs in zip(self.keys, *info.values(), strict=True)]
+        table = spark.createDataFrame(
+            rows,
+            ", ".join([f"__ducklake_match_key {self.key_type}"] + [f"{n} bigint" for n in names]),
         )
-        for name, kind in info.dtypes:
-            if name != info_key and kind == "bigint":
-                guarded = F.coalesce(F.col(name), F.raise_error(message).cast("bigint"))
-                joined = joined.withColumn(name, guarded)
-        return joined
+        condition = F.col(row_key) == F.col("__ducklake_match_key")
+        if not self.checked:
+            joined = data.join(F.broadcast(table), condition)
+        else:
+            joined = data.join(F.broadcast(table), condition, "left")
+            guarded = [
+                F.coalesce(F.col(n), F.raise_error(F.lit(_CHANGED_FILE)).cast("bigint")).alias(n)
+                for n in names
+            ]
+            joined = joined.select(*[c for c in data.columns], *guarded)
+        return joined.drop(row_key, "__ducklake_match_key")
+
+
+def _sql_key(value: int | str | None) -> str:
+    """A key or value as a Spark SQL literal (bigint or string)."""
+    if value is None:
+        return "CAST(NULL AS BIGINT)"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"{int(value)}L"
+
+
+# up to this many files, rows find their file's constants without a join
+_INLINE_FILES = 64
+_CHANGED_FILE = (
+    "a Parquet file's size differs from the size the DuckLake catalog records for it: "
+    "the file was changed outside the lake"
+)
 
 
 MATCH_BY_SIZE = True  # tests turn it off to run the URI and decoded-path matches
@@ -708,14 +762,11 @@ def delete_positions(
         match = _file_match(
             [d.path for d in delete_files], [d.file_size_bytes for d in delete_files]
         )
-        delete_info = spark.createDataFrame(
-            [
-                (key, d.data_file_id, d.begin_snapshot, off.get(d.data_file_id, 0))
-                for key, d in zip(match.keys, delete_files, strict=True)
-            ],
-            f"__ducklake_del_file {match.key_type}, __ducklake_del_fid bigint, "
-            "__ducklake_del_begin bigint, __ducklake_del_off bigint",
-        )
+        delete_info = {
+            "__ducklake_del_fid": [d.data_file_id for d in delete_files],
+            "__ducklake_del_begin": [d.begin_snapshot for d in delete_files],
+            "__ducklake_del_off": [off.get(d.data_file_id, 0) for d in delete_files],
+        }
         schema = T.StructType(
             [
                 T.StructField("pos", T.LongType(), True, {FIELD_ID: DELETE_POS_FIELD_ID}),
@@ -725,8 +776,8 @@ def delete_positions(
         deletes = read_parquet(spark, schema, [d.path for d in delete_files]).select(
             "*", match.per_row.alias("__ducklake_del_path")
         )
-        read = match.join(
-            deletes, delete_info, "__ducklake_del_path", "__ducklake_del_file"
+        read = match.attach(
+            spark, deletes, "__ducklake_del_path", delete_info, few_rows=True
         ).select(
             F.col("__ducklake_del_fid").alias(_FILE_ID),
             F.col("pos").alias("__ducklake_del_pos"),
