@@ -145,6 +145,16 @@ def test_multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tm
             "t.id = s.id",
             [When("matched", "update", None, {"v": "s.v"})],
         )
+    with pytest.raises(MergeError, match="target row .* matches more than one source row"):
+        merge_into(
+            spark,
+            lake,
+            "main",
+            "t",
+            dup,
+            "t.id = s.id",
+            [When("matched", "delete", "s.n = 1"), When("matched", "update", None, {"v": "s.v"})],
+        )
     assert lake.latest_snapshot() == last
     with pytest.raises(MergeError, match="cannot INSERT; accepted: UPDATE, DELETE"):
         When("matched", "insert")
@@ -168,3 +178,9 @@ def test_the_target_scan_reads_only_the_columns_the_merge_uses() -> None:
     assert _target_columns_used("t.id = s.id", partial, columns) == ["id", "n", "extra"]
     deleting = [When("matched", "delete", "`extra` IS NULL")]
     assert _target_columns_used("t.id = s.id", deleting, columns) == ["id", "extra"]
+    # a source column named like a target column reads nothing from the target
+    by_source = [
+        When("matched", "update", "src.n > 0", {"v": "src.v", "n": "src . `n`", "extra": "1"})
+    ]
+    assert _target_columns_used("t.id = src.id", by_source, columns, "src") == ["id"]
+    assert _target_columns_used("t.id = src.id", by_source, columns, "s") == ["id", "v", "n"]

@@ -56,6 +56,7 @@ def test_deletes_and_lineage_through_encoded_and_fallback_paths(
     many) or by path."""
     monkeypatch.setattr(scan, "MATCH_BY_SIZE", bool(by_size))
     if by_size == "join":
+        monkeypatch.setattr(scan, "_HASHED_FILES", 0)
         monkeypatch.setattr(scan, "_INLINE_FILES", 0)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = (
@@ -123,13 +124,13 @@ def test_deletes_on_both_sides_of_every_64_row_run(
     assert [r[0] for r in ours] == [i for i in range(1000) if i not in gone]
 
 
-@pytest.mark.parametrize("inline_files", [64, 0])
+@pytest.mark.parametrize("hashed_files", [128, 0])
 def test_a_file_changed_outside_the_lake_fails_the_scan(
-    spark, sqlite_catalog: Catalog, inline_files: int, monkeypatch
+    spark, sqlite_catalog: Catalog, hashed_files: int, monkeypatch
 ) -> None:
     """Rows find their file by its size: a file whose size is not the catalog's fails
     the query rather than losing its rows, through the lookup and through the join."""
-    monkeypatch.setattr(scan, "_INLINE_FILES", inline_files)
+    monkeypatch.setattr(scan, "_HASHED_FILES", hashed_files)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     create_table_as(lake, "main", "t", spark.range(0, 200).repartitionByRange(2, "id"))
     first = lake.catalog().data_files(lake.catalog().table("main", "t"))[0].path
@@ -163,3 +164,15 @@ def test_many_files_are_listed_by_their_folder_only_when_it_holds_just_them(
     os.remove(os.path.join(folder, "notes.txt"))
     os.mkdir(os.path.join(folder, "ducklake-write-in-progress"))
     assert listed() == "files"
+
+
+def test_file_sizes_find_their_slot_and_unknown_sizes_none(spark) -> None:
+    """The constant table behind the size lookup: every size gets its own slot (sizes
+    equal modulo small numbers included), a size no file has gets NULL."""
+    sizes = [4096 * k for k in range(1, 41)] + [7, 4103]
+    modulus = scan._perfect_modulus(sizes)
+    assert modulus is not None and len({k % modulus for k in sizes}) == len(sizes)
+    probe = spark.createDataFrame([(k,) for k in [*sizes, 8192 * 41, 5]], "size bigint")
+    got = probe.select("size", scan._hashed_index("size", sizes, modulus).alias("i")).collect()
+    expected = {k: i for i, k in enumerate(sizes, 2)}
+    assert {r.size: r.i for r in got} == {**expected, 8192 * 41: None, 5: None}

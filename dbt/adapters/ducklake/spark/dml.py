@@ -12,7 +12,7 @@ which keep their row ids.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -145,9 +145,20 @@ def update_where(
 
 
 def stage_deletes(
-    spark: SparkSession, lake: Lake, tx: Transaction, table: StagedTable, victims: DataFrame
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    victims: DataFrame,
+    *,
+    on_repeat: Callable[[int], Exception] | None = None,
 ) -> int:
-    """Stage the removal of `victims` (rows of a `positions=True` lineage scan)."""
+    """Stage the removal of `victims` (rows of a `positions=True` lineage scan).
+
+    With `on_repeat` (MERGE, where a target row may meet several source rows) a row
+    listed twice raises `on_repeat(its row id)` before anything is staged; the check
+    rides on the per-file count instead of costing a query of its own.
+    """
     assert table.table_id is not None
     keys = victims.select(
         F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), F.col("rowid")
@@ -156,14 +167,22 @@ def stage_deletes(
         limit = inlining_limit(lake, table)
         # one small job: per touched file its count, and the ids of inlined rows removed
         # (collect_list skips the NULLs every file row gives it)
+        rows, repeated = keys.withColumn("k", F.lit(1)), F.lit(None).cast("bigint")
+        if on_repeat is not None:
+            rows = keys.groupBy("fid", "pos", "rowid").agg(F.count("*").alias("k"))
+            repeated = F.max(F.when(F.col("k") > 1, F.col("rowid")))
         summary = (
-            keys.groupBy("fid")
+            rows.groupBy("fid")
             .agg(
-                F.count("*").alias("n"),
+                F.sum("k").alias("n"),
                 F.collect_list(F.when(F.col("fid").isNull(), F.col("rowid"))).alias("rowids"),
+                repeated.alias("repeated"),
             )
             .collect()
         )
+        twice = [r.repeated for r in summary if r.repeated is not None]
+        if twice and on_repeat is not None:
+            raise on_repeat(twice[0])
         per_file = {r.fid: r.n for r in summary if r.fid is not None}
         inlined = [i for r in summary if r.fid is None for i in r.rowids]
         if inlined:

@@ -87,7 +87,7 @@ def merge_into(
     target = target_rows(spark, lake, tx, schema, name, predicates=predicates)
     # the scan reads only the target columns the statement can use: the ON keys and the
     # values updates keep (a dbt merge that sets every column reads just the keys)
-    kept = _target_columns_used(on, clauses, columns)
+    kept = _target_columns_used(on, clauses, columns, source_alias)
     target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
     if by_source_only:
         # only target rows some source row matches can change: a semi join finds them in
@@ -114,27 +114,23 @@ def merge_into(
         .persist()
     )
     try:
-        dup = (
-            decided.where(t_in & s_in)
-            .groupBy(F.col(f"{target_alias}.rowid"))
-            .count()
-            .where("count > 1")
-            .limit(1)
-            .collect()
-        )
-        if dup:
-            raise MergeError(
-                f"MERGE into {table.qualified_name}: target row {dup[0][0]} matches more than "
-                "one source row; make the ON condition unique per target row. Nothing was "
-                "committed."
-            )
         removed = [i for i, c in enumerate(clauses) if c.kind != "not_matched"]
         victims = decided.where(F.col("__ducklake_clause").isin(removed)).select(
             F.col(f"{target_alias}.{FILE_ID_COL}").alias(FILE_ID_COL),
             F.col(f"{target_alias}.{POS_COL}").alias(POS_COL),
             F.col(f"{target_alias}.rowid").alias("rowid"),
         )
-        stage_deletes(spark, lake, tx, table, victims)
+
+        def repeated(rowid: int) -> MergeError:
+            return MergeError(
+                f"MERGE into {table.qualified_name}: target row {rowid} matches more than "
+                "one source row; make the ON condition unique per target row. Nothing was "
+                "committed."
+            )
+
+        # every matched row is a victim (UPDATE and DELETE both remove it): a target row
+        # matched twice shows up there twice
+        stage_deletes(spark, lake, tx, table, victims, on_repeat=repeated)
         updates = [i for i, c in enumerate(clauses) if c.action == "update"]
         if updates:
             moved = decided.where(F.col("__ducklake_clause").isin(updates)).select(
@@ -199,20 +195,27 @@ def _key_ranges(
     return predicates
 
 
-_IDENTIFIER = re.compile(r"`([^`]+)`|(\w+)")
+_IDENTIFIER = re.compile(r"(?:(`[^`]+`|\w+)\s*\.\s*)?(`[^`]+`|\w+)")
 
 
-def _target_columns_used(on: str, clauses: Sequence[When], columns: Sequence[Column]) -> list[str]:
+def _target_columns_used(
+    on: str, clauses: Sequence[When], columns: Sequence[Column], source_alias: str = "s"
+) -> list[str]:
     """Target columns the MERGE may read: any named in ON, a condition or a value (by
-    word, so a source column of the same name counts too), and any an UPDATE leaves as
-    it was."""
+    word, unless qualified by the source's alias: `s.v` reads no target column), and any
+    an UPDATE leaves as it was."""
     texts = [on]
     for c in clauses:
         texts.append(c.condition or "")
         texts += list((c.values or {}).values())
-    words = {
-        (quoted or bare).lower() for text in texts for quoted, bare in _IDENTIFIER.findall(text)
-    }
+    source = source_alias.lower()
+    words: set[str] = set()
+    for text in texts:
+        for qualifier, name in _IDENTIFIER.findall(text):
+            qualifier, name = qualifier.strip("`").lower(), name.strip("`").lower()
+            words.add(qualifier)
+            if qualifier != source:
+                words.add(name)
     kept = []
     for col in columns:
         name = col.name.lower()

@@ -480,18 +480,22 @@ class _FileMatch:
         broadcast join. With a size match, a row of an unknown file fails the query;
         with a path match, it is dropped.
         """
-        if len(self.keys) <= _INLINE_FILES and (self.checked or few_rows):
+        modulus = _perfect_modulus(self.keys) if self.checked else None
+        if modulus is not None or (few_rows and len(self.keys) <= _INLINE_FILES):
             # SQL text: one py4j call per expression, not one per constant
-            whens = " ".join(
-                f"WHEN {row_key} = {_sql_key(k)} THEN {i}" for i, k in enumerate(self.keys, 1)
-            )
-            index = F.expr(f"CASE {whens} END")
+            if modulus is not None:
+                index = _hashed_index(row_key, self.keys, modulus)
+            else:
+                whens = " ".join(
+                    f"WHEN {row_key} = {_sql_key(k)} THEN {i}" for i, k in enumerate(self.keys, 2)
+                )
+                index = F.expr(f"CASE {whens} END")
             if self.checked:
                 index = F.coalesce(index, F.raise_error(F.lit(_CHANGED_FILE)))
             values = [
-                F.expr(f"element_at(array({', '.join(_sql_key(v) for v in vs)}), {row_key})").alias(
-                    name
-                )
+                F.expr(
+                    f"element_at(array({', '.join(_sql_key(v) for v in (None, *vs))}), {row_key})"
+                ).alias(name)
                 for name, vs in info.items()
             ]
             indexed = data.withColumn(row_key, index)
@@ -526,8 +530,37 @@ def _sql_key(value: int | str | None) -> str:
     return f"{int(value)}L"
 
 
-# up to this many files, rows find their file's constants without a join
+# Up to this many delete files, delete rows find their file by a CASE on its path.
 _INLINE_FILES = 64
+# Up to this many data files find theirs by size through a constant table.
+_HASHED_FILES = 128
+
+
+def _perfect_modulus(sizes: Sequence[Any]) -> int | None:
+    """A small m giving every size its own `size % m` (a few thousand tries at most:
+    over 128 files rows are joined instead)."""
+    if not sizes or len(sizes) > _HASHED_FILES:
+        return None
+    for m in range(len(sizes), len(sizes) + 4096):
+        if len({k % m for k in sizes}) == len(sizes):
+            return m
+    return None
+
+
+def _hashed_index(row_key: str, sizes: Sequence[int], modulus: int) -> SparkColumn:
+    """Per row, 2 + the position of its file's size in `sizes`, or NULL for a size no
+    file has: one modulo and two constant-array reads per row, in the same few lines of
+    generated code for 4 files or 4,000 (a CASE per file grows past what the JIT
+    compiles and slows the whole stage down)."""
+    slots = [1] * modulus  # 1 points at the sentinel that no size equals
+    for i, k in enumerate(sizes, 2):
+        slots[k % modulus] = i
+    table = ", ".join(map(str, slots))
+    slot = f"element_at(array({table}), CAST(pmod({row_key}, {modulus}L) AS INT) + 1)"
+    known = f"array(-1L, {', '.join(_sql_key(k) for k in sizes)})"
+    return F.expr(f"CASE WHEN element_at({known}, {slot}) = {row_key} THEN {slot} END")
+
+
 _CHANGED_FILE = (
     "a Parquet file's size differs from the size the DuckLake catalog records for it: "
     "the file was changed outside the lake"
