@@ -83,7 +83,13 @@ class NotNullViolation(ValueError):
 
 
 def stage_rows(
-    lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame, *, keep_row_ids: bool = False
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    df: DataFrame,
+    *,
+    keep_row_ids: bool = False,
+    write_first: bool | None = None,
 ) -> None:
     """Stage `df` as inlined rows when small enough, else as data files Spark writes.
 
@@ -91,16 +97,23 @@ def stage_rows(
     a result is small is asked first with a LIMIT when that is cheap; a query that
     shuffles (aggregates, joins, windows) would be computed twice that way, so it is
     written at once and its files read back and dropped if it turns out small.
+    `write_first` skips that question (planning to answer it costs about 50 ms): MERGE
+    passes True for its persisted result, where the LIMIT would be one more job.
     """
     with not_null_errors():
-        _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids)
+        _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids, write_first)
 
 
 def _stage_rows(
-    lake: Lake, tx: Transaction, table: StagedTable, df: DataFrame, keep_row_ids: bool
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    df: DataFrame,
+    keep_row_ids: bool,
+    write_first: bool | None,
 ) -> None:
     limit = inlining_limit(lake, table)
-    write_first = limit > 0 and _shuffles(df)
+    write_first = limit > 0 and (write_first if write_first is not None else _shuffles(df))
     if limit > 0 and not write_first:
         head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
         if len(head) <= limit:

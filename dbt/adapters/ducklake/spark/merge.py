@@ -139,7 +139,7 @@ def merge_into(
                 ),
                 F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"),
             )
-            stage_rows(lake, tx, table, moved, keep_row_ids=True)
+            stage_rows(lake, tx, table, moved, keep_row_ids=True, write_first=True)
         inserts = [i for i, c in enumerate(clauses) if c.action == "insert"]
         if inserts:
             new = decided.where(F.col("__ducklake_clause").isin(inserts)).select(
@@ -147,7 +147,7 @@ def merge_into(
                     clauses, inserts, columns, names, target_alias, source_alias, keep_target=False
                 )
             )
-            stage_rows(lake, tx, table, new)
+            stage_rows(lake, tx, table, new, write_first=True)
         return finish(tx, own)
     finally:
         decided.unpersist()

@@ -165,14 +165,9 @@ def _rows_per_file(
         return upper_bound
     try:
         _parquet_writer(out.limit(_SAMPLE_ROWS), options, _SAMPLE_ROWS).parquet(scratch)
-        sizes = [
-            os.path.getsize(scratch + n) for n in os.listdir(scratch) if n.endswith(".parquet")
-        ]
-        rows = sum(
-            pq.read_metadata(scratch + n).num_rows
-            for n in os.listdir(scratch)
-            if n.endswith(".parquet")
-        )
+        sample = [scratch + n for n in os.listdir(scratch) if n.endswith(".parquet")]
+        sizes = [os.path.getsize(path) for path in sample]
+        rows = sum(pq.read_metadata(path).num_rows for path in sample)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if rows < _SAMPLE_ROWS:
