@@ -176,3 +176,20 @@ def test_file_sizes_find_their_slot_and_unknown_sizes_none(spark) -> None:
     got = probe.select("size", scan._hashed_index("size", sizes, modulus).alias("i")).collect()
     expected = {k: i for i, k in enumerate(sizes, 2)}
     assert {r.size: r.i for r in got} == {**expected, 8192 * 41: None, 5: None}
+
+
+def test_dotted_column_names_through_the_file_join(
+    spark, sqlite_catalog: Catalog, monkeypatch
+) -> None:
+    """Over many files rows are joined to their file's constants; a column whose name
+    holds a dot keeps its name and values through that join."""
+    monkeypatch.setattr(scan, "_HASHED_FILES", 0)
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    df = spark.range(30).select(F.col("id"), (F.col("id") * 2).alias("a.b")).repartition(3)
+    create_table_as(lake, "main", "t", df)
+    rows = scan_table(spark, lake, "main", "t", lineage=True).collect()
+    assert rows[0].__fields__[:2] == ["id", "a.b"]
+    assert sorted((r[0], r[1], r.rowid) for r in rows) == sorted(
+        (r[0], r[0] * 2, r[2]) for r in rows
+    )
+    assert sorted(r.rowid for r in rows) == list(range(30))

@@ -473,12 +473,12 @@ class _FileMatch:
         entry of `info`, holding the value of the row's file (`info` lists one value per
         file, in the order of `keys`), and without `row_key`.
 
-        Over few files this needs no join: the file's index is a CASE on the key, each
-        value a lookup in a constant array, so no broadcast side is built (one Spark job
-        less) and no row is hashed. A path key takes this way only for `few_rows` (delete
-        files), where comparing strings per row costs less than the job. Otherwise a
-        broadcast join. With a size match, a row of an unknown file fails the query;
-        with a path match, it is dropped.
+        Over few files this needs no join: the file's index comes from a constant slot
+        table on the size (`_hashed_index`), or for a path key from a CASE, each value
+        from a constant array, so no broadcast side is built (one Spark job less). A path
+        key takes this way only for `few_rows` (delete files), where comparing strings
+        per row costs less than the job. Otherwise a broadcast join. With a size match, a
+        row of an unknown file fails the query; with a path match, it is dropped.
         """
         modulus = _perfect_modulus(self.keys) if self.checked else None
         if modulus is not None or (few_rows and len(self.keys) <= _INLINE_FILES):
@@ -517,7 +517,8 @@ class _FileMatch:
                 F.coalesce(F.col(n), F.raise_error(F.lit(_CHANGED_FILE)).cast("bigint")).alias(n)
                 for n in names
             ]
-            joined = joined.select(*[c for c in data.columns], *guarded)
+            kept = [F.col("`" + c.replace("`", "``") + "`") for c in data.columns]
+            joined = joined.select(*kept, *guarded)
         return joined.drop(row_key, "__ducklake_match_key")
 
 
@@ -550,8 +551,8 @@ def _perfect_modulus(sizes: Sequence[Any]) -> int | None:
 def _hashed_index(row_key: str, sizes: Sequence[int], modulus: int) -> SparkColumn:
     """Per row, 2 + the position of its file's size in `sizes`, or NULL for a size no
     file has: one modulo and two constant-array reads per row, in the same few lines of
-    generated code for 4 files or 4,000 (a CASE per file grows past what the JIT
-    compiles and slows the whole stage down)."""
+    generated code for 4 files or 128 (a CASE per file grows past what the JIT compiles
+    and slows the whole stage down)."""
     slots = [1] * modulus  # 1 points at the sentinel that no size equals
     for i, k in enumerate(sizes, 2):
         slots[k % modulus] = i
