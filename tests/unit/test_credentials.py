@@ -6,6 +6,7 @@ import pytest
 from dbt_common.exceptions import DbtConfigError
 
 from dbt.adapters.ducklake.credentials import DucklakeCredentials
+from dbt.adapters.ducklake.lake.secrets import Secrets, mask_shapes
 
 BASE = {"metadata": "sqlite:///lake.sqlite", "schema": "main"}
 
@@ -53,3 +54,42 @@ def test_dbt_init_template_answers_make_a_valid_profile() -> None:
     creds = DucklakeCredentials.from_dict(profile)
     assert set(template["prompts"]) - {"threads"} <= set(creds.to_dict())
     assert creds.metadata == "sqlite:///lake/metadata.sqlite" and creds.data_path == "lake/data"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "secret"),
+    [
+        ("postgresql+psycopg://alice:S3cret@h:5432/db", "S3cret"),
+        ("postgresql://alice:S3cret%40x@h/db", "S3cret@x"),  # drivers echo it decoded
+        ("postgres:dbname=db host=h password=S3cret user=u", "S3cret"),
+        ("ducklake:postgres:dbname=db password='S3 cret\\'s' host=h", "S3 cret's"),
+        ("mysql://alice:S3cret@h/db", "S3cret"),  # refused, but its error is masked too
+    ],
+)
+def test_passwords_are_masked_everywhere_they_are_shown(metadata: str, secret: str) -> None:
+    secrets = Secrets.of(metadata, {"spark.hadoop.fs.s3a.secret.key": "K3yValue"})
+    echoed = f"failed for {metadata}: password {secret!r} rejected; key K3yValue"
+    masked = secrets.mask(echoed)
+    assert "S3" not in masked and "K3yValue" not in masked and "***" in masked, masked
+    assert secrets.mask(secrets.mask(echoed)) == masked  # masking twice eats no text
+    assert "S3" not in mask_shapes(metadata)
+    try:
+        creds = DucklakeCredentials.from_dict({**BASE, "metadata": metadata})
+    except DbtConfigError as exc:
+        assert "S3" not in str(exc) and "***" in str(exc), str(exc)
+        return
+    shown = dict(creds.connection_info())["metadata"]  # what `dbt debug` prints
+    assert "S3" not in shown and "***" in shown, shown
+
+
+def test_secret_conf_keys_follow_sparks_redaction_pattern() -> None:
+    secrets = Secrets.of(
+        "sqlite:///x.sqlite",
+        {
+            "spark.a.password": "p4ss",
+            "spark.b.token": "t0ken",
+            "spark.sql.shuffle.partitions": "200",
+        },
+    )
+    assert set(secrets.values) == {"p4ss", "t0ken"}
+    assert secrets.mask("partitions 200") == "partitions 200"

@@ -14,20 +14,25 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from .__version__ import version as adapter_version
 from .credentials import DucklakeCredentials
 from .lake.connect import parse_metadata
+from .lake.errors import LakeError
 from .lake.lake import Lake
 from .lake.models import Snapshot
 from .spark.engine import CommitInfo
+from .spark.errors import spark_error_text
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
 from .spark.types import python_rows
@@ -94,13 +99,16 @@ class LakeHandle:
         if location.backend == "sqlite" and credentials.data_path:
             # the embedded default: a new project's lake folder is created on first use
             os.makedirs(os.path.dirname(os.path.abspath(location.sqlite_path)), exist_ok=True)
-        self.spark = get_session(credentials.session_config())
         with _OPENING:  # dbt threads open connections together; one creates the lake
+            # the catalog first: a wrong URL fails in a second, before a JVM starts
             self.lake = Lake.open(
                 credentials.metadata,
                 data_path=credentials.data_path,
                 metadata_schema=credentials.metadata_schema,
             )
+        self.spark = get_session(
+            replace(credentials.session_config(), console_log=_spark_console_log())
+        )
         self.sql = LakeSQL(
             self.spark,
             self.lake,
@@ -171,17 +179,22 @@ class DucklakeConnectionManager(SQLConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         credentials: DucklakeCredentials = connection.credentials
+        secrets = credentials.secrets()
+        shown = secrets.mask(credentials.metadata)
         start = time.perf_counter()
         try:
             connection.handle = LakeHandle(credentials)
         except Exception as exc:
             connection.handle = None
             connection.state = ConnectionState.FAIL
+            # `from None`: dbt prints the cause chain, which would quote the secret again
+            # lake errors name the catalog already; others get its (masked) location
+            where = "" if isinstance(exc, LakeError) else f" at {shown!r}"
             raise DbtDatabaseError(
-                f"could not open the lake at {credentials.metadata!r}: {exc}"
-            ) from exc
+                secrets.mask(f"could not open the lake{where}: {_short(exc)}")
+            ) from None
         connection.state = ConnectionState.OPEN
-        logger.debug(f"lake {credentials.metadata} opened in {time.perf_counter() - start:.2f}s")
+        logger.debug(f"lake {shown} opened in {time.perf_counter() - start:.2f}s")
         return connection
 
     @contextmanager
@@ -192,7 +205,10 @@ class DucklakeConnectionManager(SQLConnectionManager):
             raise
         except Exception as exc:
             logger.debug(f"error running:\n{sql}")
-            raise DbtDatabaseError(_short(exc)) from exc
+            secrets = self.profile.credentials.secrets()  # type: ignore[attr-defined]
+            handle = self.get_thread_connection().handle
+            written_as = handle.sql.written_as if isinstance(handle, LakeHandle) else {}
+            raise DbtDatabaseError(secrets.mask(_short(exc, written_as))) from exc
 
     def cancel(self, connection: Connection) -> None:
         handle = connection.handle
@@ -233,8 +249,21 @@ class DucklakeConnectionManager(SQLConnectionManager):
         return str(type_code).upper()
 
 
-def _short(exc: Exception) -> str:
-    """Spark's analysis errors carry a JVM stack after the message; keep the message."""
+def _spark_console_log() -> str | None:
+    """Spark's console goes to `<log-path>/spark.log` unless dbt runs with --debug,
+    so dbt's output holds dbt's lines only."""
+    from dbt.flags import get_flags
+
+    flags = get_flags()
+    if getattr(flags, "DEBUG", False):
+        return None
+    return os.path.join(getattr(flags, "LOG_PATH", None) or "logs", "spark.log")
+
+
+def _short(exc: Exception, written_as: dict[str, str] | None = None) -> str:
+    """Spark's errors carry a plan or a JVM stack after the message; keep the message."""
+    if isinstance(exc, PySparkException | Py4JJavaError):
+        return spark_error_text(exc, written_as)
     text = str(exc)
     for marker in ("\nJVM stacktrace:", "\n\tat "):
         if marker in text:

@@ -4,6 +4,7 @@ a typo fails `dbt debug` with the field's name instead of a Spark stack trace.""
 from __future__ import annotations
 
 import getpass
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from dbt_common.exceptions import DbtConfigError
 
 from .lake.connect import parse_metadata
 from .lake.errors import LakeError
+from .lake.secrets import Secrets
 from .spark.session import SessionConfig
 
 
@@ -48,6 +50,16 @@ class DucklakeCredentials(Credentials):
             "spark_remote",
             "author",
         )
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        # `dbt debug` prints these; a password in `metadata` must not reach the screen
+        secrets = self.secrets()
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            yield key, secrets.mask(value) if isinstance(value, str) else value
+
+    def secrets(self) -> Secrets:
+        """The profile's passwords and secret Spark settings, for masking messages."""
+        return Secrets.of(self.metadata, self.spark_conf)
 
     def __post_init__(self) -> None:
         if not self.schema:

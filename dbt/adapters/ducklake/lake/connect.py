@@ -18,6 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from .errors import MetadataConfigError
+from .secrets import mask_shapes
 
 Backend = Literal["sqlite", "postgres"]
 
@@ -44,7 +45,7 @@ class MetadataLocation:
     def describe(self) -> str:
         if self.backend == "sqlite":
             return f"SQLite file {self.sqlite_path}"
-        return f"PostgreSQL ({self.conninfo or _hide_password(self.url)})"
+        return f"PostgreSQL ({mask_shapes(self.conninfo) or _hide_password(self.url)})"
 
     def duckdb_attach(self) -> str:
         """The string DuckDB's extension attaches: `ducklake:<this>`."""
@@ -65,12 +66,13 @@ def _hide_password(url: str) -> str:
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:
-        return url
+        return mask_shapes(url)
 
 
 def parse_metadata(metadata: str) -> MetadataLocation:
     """Normalise a metadata string; unknown schemes get an error listing accepted forms."""
     raw = (metadata or "").strip()
+    shown = mask_shapes(raw)  # what errors quote
     if not raw:
         raise MetadataConfigError(f"metadata is empty; expected one of: {ACCEPTED_FORMS}")
     if raw.startswith("ducklake:"):
@@ -84,7 +86,7 @@ def parse_metadata(metadata: str) -> MetadataLocation:
             path = sa.engine.make_url(raw).database or ""
             if not path or path == ":memory:":
                 raise MetadataConfigError(
-                    f"metadata {metadata!r}: an in-memory SQLite catalog cannot be shared; "
+                    f"metadata {shown!r}: an in-memory SQLite catalog cannot be shared; "
                     "give a file path"
                 )
             return _sqlite(path)
@@ -92,8 +94,7 @@ def parse_metadata(metadata: str) -> MetadataLocation:
             rest = raw[url_match.end() :]
             return MetadataLocation("postgres", url=f"postgresql+psycopg://{rest}")
         raise MetadataConfigError(
-            f"metadata {metadata!r}: unsupported scheme {scheme!r}; expected one of: "
-            f"{ACCEPTED_FORMS}"
+            f"metadata {shown!r}: unsupported scheme {scheme!r}; expected one of: {ACCEPTED_FORMS}"
         )
 
     attach_match = _ATTACH_SCHEME.match(raw)
@@ -102,12 +103,12 @@ def parse_metadata(metadata: str) -> MetadataLocation:
         rest = raw[attach_match.end() :]
         if scheme == "sqlite":
             if not rest:
-                raise MetadataConfigError(f"metadata {metadata!r}: sqlite: needs a file path")
+                raise MetadataConfigError(f"metadata {shown!r}: sqlite: needs a file path")
             return _sqlite(rest)
         if scheme in ("postgres", "postgresql"):
             return MetadataLocation("postgres", url="", conninfo=rest.strip())
         raise MetadataConfigError(
-            f"metadata {metadata!r}: unsupported catalog type {scheme!r}; expected one of: "
+            f"metadata {shown!r}: unsupported catalog type {scheme!r}; expected one of: "
             f"{ACCEPTED_FORMS}"
         )
     return _sqlite(raw)
@@ -181,9 +182,11 @@ def _sqlite_begin_immediate(conn: Any) -> None:
 
 def check_reachable(engine: Engine, loc: MetadataLocation) -> None:
     """Fail early with the location named when the catalog database cannot be reached."""
+    # SQLite opens any file lazily: reading its schema tells a database from other bytes
+    probe = "SELECT count(*) FROM sqlite_master" if loc.backend == "sqlite" else "SELECT 1"
     try:
         with engine.connect() as conn:
-            conn.exec_driver_sql("SELECT 1")
+            conn.exec_driver_sql(probe)
     except Exception as exc:  # driver errors differ per backend; all mean "unreachable"
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise MetadataConfigError(

@@ -79,8 +79,6 @@ class Lake:
         schema = metadata_schema if location.backend == "postgres" else None
         engine = create_metadata_engine(location)
         check_reachable(engine, location)
-        if location.backend == "sqlite":
-            ensure_wal(engine)
         lake = cls(location, engine, schema, "", "")
         if not lake.has_table("ducklake_metadata"):
             if not create:
@@ -91,6 +89,10 @@ class Lake:
                     "create one"
                 )
             lake._create(normalize_data_path(data_path))
+        if location.backend == "sqlite":
+            # only once the file is known to be a lake: a user's other database is
+            # never switched to WAL by a wrong `metadata`
+            ensure_wal(engine)
         lake._load_metadata(data_path)
         return lake
 

@@ -48,6 +48,9 @@ class SessionConfig:
     remote: str | None = None  # spark_remote: sc://host:15002 (Spark Connect)
     conf: Mapping[str, Any] = field(default_factory=dict)
     app_name: str = "dbt-ducklake"
+    # a file for the JVM's console (log4j, JVM warnings, Python workers); None keeps
+    # it on this process's stderr
+    console_log: str | None = None
 
     def validate(self) -> None:
         if self.master and self.remote:
@@ -85,17 +88,25 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if not config.remote and "spark.pyspark.python" not in config.conf:
             # Python workers (which write files) must see this interpreter's packages
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
             builder = builder.remote(config.remote)
         else:
             builder = builder.master(config.master or "local[*]")
-        for key, value in {
-            **DEFAULT_CONF,
-            **{k: str(v) for k, v in config.conf.items()},
-            **REQUIRED_CONF,
-        }.items():
+            if config.console_log:
+                _start_jvm_logging_to(
+                    config.console_log,
+                    {
+                        **settings,
+                        "spark.master": config.master or "local[*]",
+                        "spark.app.name": config.app_name,
+                    },
+                )
+        for key, value in settings.items():
             builder = builder.config(key, value)
+        if config.console_log:
+            _quiet_python_error_loggers()
         _session = builder.getOrCreate()
         _session_config = config
         if config.remote:
@@ -104,6 +115,47 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 _session.conf.set(key, value)
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
+
+
+def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
+    """Start the driver JVM with its stdout and stderr in `path`.
+
+    pyspark starts the JVM on first use with this process's streams, so Spark's log4j
+    console and the JVM's own warnings would interleave with dbt's output. Started
+    here first, the builder reuses this JVM; settings are passed exactly as pyspark
+    would (`--conf k=v` to spark-submit), so driver memory and Java options still apply.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM from an earlier session in this process
+        return
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(settings.items()))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "ab") as out:
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+        except Exception as exc:
+            raise RuntimeError(
+                f"Spark's JVM did not start ({exc}); its output is in {path}:\n" + _tail(path)
+            ) from exc
+    SparkContext._ensure_initialized(gateway=gateway)
+    log.debug("Spark's console output goes to %s", path)
+
+
+def _tail(path: str, lines: int = 15) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "".join(f.readlines()[-lines:])
+
+
+def _quiet_python_error_loggers() -> None:
+    """pyspark logs every failed query as a JSON line with a stack trace on stderr;
+    the error itself still reaches the caller, so these loggers only add noise."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def stop_session() -> None:

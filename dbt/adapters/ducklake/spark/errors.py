@@ -1,0 +1,50 @@
+"""Spark's errors, told in the user's terms.
+
+A Spark analysis error carries the logical plan after its first line, line/position
+numbers of the rewritten text (lake references replaced by temporary views), and
+suggestions that may list the engine's own columns. Users wrote neither, so the text
+keeps the first line, names relations as they wrote them, and drops internal columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+INTERNAL_PREFIX = "__ducklake_"
+
+_POSITION = re.compile(r";\s*line \d+ pos \d+;?\s*$")
+_SUGGESTIONS = re.compile(r"(Did you mean one of the following\? \[)([^\]]*)(\])")
+_TEMP_VIEW = re.compile(r"`?(__ducklake_\d+)`?")
+_JAVA_PACKAGE = re.compile(r"^(?:[a-z_$][\w$]*\.)+(?=[A-Z])")
+
+
+def spark_error_text(exc: BaseException, relations: Mapping[str, str] | None = None) -> str:
+    """One line: Spark's error class and message, temp views shown as `schema.table`."""
+    text = _message(exc)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    first = _POSITION.sub("", first).rstrip(" ;")
+    first = _SUGGESTIONS.sub(_public_suggestions, first)
+    names = relations or {}
+    return _TEMP_VIEW.sub(lambda m: names.get(m.group(1), "a lake relation"), first)
+
+
+def _message(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)  # py4j: an error Spark did not classify
+    if java is not None:
+        try:
+            return _JAVA_PACKAGE.sub("", str(java.toString()))
+        except Exception:  # the JVM is gone
+            pass
+    get = getattr(exc, "getMessage", None)
+    if callable(get):
+        try:
+            return str(get())
+        except Exception:  # a Connect error without a JVM-side message
+            pass
+    return str(exc)
+
+
+def _public_suggestions(match: re.Match[str]) -> str:
+    kept = [s for s in match.group(2).split(", ") if INTERNAL_PREFIX not in s]
+    return match.group(1) + ", ".join(kept) + match.group(3)
