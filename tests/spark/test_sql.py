@@ -171,6 +171,34 @@ def test_dml_statements_run_on_the_lake(spark, catalog: Catalog) -> None:
     con.close()
 
 
+def test_merge_with_schema_qualified_columns_equals_duckdb(spark, sqlite_catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`MERGE INTO main.q USING main.src ON main.q.id = main.src.id` (no aliases) is
+    valid in Spark and DuckDB; both lakes end with the same rows."""
+    merge = (
+        "MERGE INTO main.q USING main.src ON main.q.id = main.src.id "
+        "WHEN MATCHED AND main.src.v <> main.q.v THEN UPDATE SET v = main.src.v "
+        "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (main.src.id, main.src.v)"
+    )
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    runner = LakeSQL(spark, lake)
+    runner.execute("CREATE TABLE main.q AS SELECT id, CAST(id AS STRING) AS v FROM range(0, 20)")
+    runner.execute("CREATE TABLE main.src AS SELECT id, 'new' AS v FROM range(15, 25)")
+    runner.execute(merge)
+    con = duck.connect()
+    duck.attach(con, f"sqlite:{tmp_path}/twin.sqlite", alias="twin", data_path=str(tmp_path / "tw"))
+    con.execute("USE twin")
+    con.execute(
+        "CREATE TABLE main.q AS SELECT i AS id, CAST(i AS VARCHAR) AS v FROM range(0, 20) r(i)"
+    )
+    con.execute("CREATE TABLE main.src AS SELECT i AS id, 'new' AS v FROM range(15, 25) r(i)")
+    con.execute(merge)
+    duck.attach(con, sqlite_catalog.duckdb_attach, alias="ours")
+    ours = con.execute("SELECT id, v FROM ours.main.q ORDER BY id").fetchall()
+    assert ours == con.execute("SELECT id, v FROM twin.main.q ORDER BY id").fetchall()
+    assert ours[14] == (14, "14") and ours[15] == (15, "new") and len(ours) == 25
+    con.close()
+
+
 def test_ddl_statements_and_views_duckdb_can_query(spark, catalog: Catalog) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     sql = LakeSQL(spark, lake)

@@ -21,8 +21,10 @@ from dbt.adapters.sql import SQLAdapter
 from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
+from pyspark.errors import PySparkException
 
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
+from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
 from .lake.changes import qualified_name
@@ -31,6 +33,7 @@ from .lake.options import SETTABLE_OPTIONS
 from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
 from .snapshots import consumed_snapshot, plan_changes_snapshot
+from .spark.errors import spark_error_text
 from .spark.types import spark_type
 from .spark.views import scan_relation
 
@@ -182,6 +185,32 @@ class DucklakeAdapter(SQLAdapter):
         comments: dict[str, str | None] = {"": table.comment}
         comments.update({c.name.lower(): c.comment for c in cat.columns(table.table_id)})
         return comments
+
+    # -- checks before a node's first statement -------------------------------------
+    @available
+    def check_node(self, node: Any) -> str:
+        """The relation's names are ones the lake accepts (and SQL can spell)."""
+        quoting = self.config.quoting or {}
+        check_node_names(
+            _get(node, "unique_id") or "?",
+            [
+                ("schema", _get(node, "schema"), bool(quoting.get("schema"))),
+                ("alias", _get(node, "alias"), bool(quoting.get("identifier"))),
+            ],
+        )
+        return ""
+
+    @available
+    def check_unique_key(self, node: Any, keys: list[str], sides: dict[str, Any]) -> str:
+        """Each unique_key is a column of the new rows and of the target, checked before
+        the MERGE would fail on it (naming the engine's internal columns)."""
+        check_key_columns(
+            _get(node, "unique_id") or "?",
+            "unique_key",
+            keys,
+            {side: [c.name for c in columns] for side, columns in sides.items()},
+        )
+        return ""
 
     # -- layout (partition_by / sorted_by) ----------------------------------------------
     @available
@@ -358,7 +387,7 @@ class DucklakeAdapter(SQLAdapter):
             raw = handle.spark.read.option("header", "true").csv(path, inferSchema=False)
             cast = raw.select(
                 *[
-                    raw[i].cast(t).alias(n)
+                    _seed_column(raw[i], n, t, relation)
                     for i, (n, t) in enumerate(zip(names, types, strict=True))
                 ]
             )
@@ -423,6 +452,17 @@ class DucklakeAdapter(SQLAdapter):
             except OSError as exc:
                 raise DbtRuntimeError(f"data_path {root!r} is not writable: {exc}") from exc
         self.execute("select 1 as id")  # the Spark session runs a query
+
+
+def _seed_column(column: Any, name: str, type_name: str, relation: BaseRelation) -> Any:
+    try:
+        return column.cast(type_name).alias(name)
+    except PySparkException as exc:  # Spark parses the type name right away
+        raise DbtRuntimeError(
+            f"seed {relation}: column_types {name}: {type_name!r} is not a Spark SQL type "
+            f"(e.g. int, bigint, double, decimal(10,2), string, date, timestamp): "
+            f"{spark_error_text(exc)}"
+        ) from None
 
 
 def _layout(model: Any) -> Layout:

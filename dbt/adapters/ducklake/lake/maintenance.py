@@ -23,7 +23,7 @@ from . import ddl
 from .codec import decode_catalog_time, encode_catalog_time
 from .errors import InvalidChangeError
 from .models import DataFile, Snapshot, TableInfo
-from .options import parse_size, resolve_option
+from .options import INTERVAL_TEXT, parse_size, resolve_option
 from .reader import CatalogReader, snapshot_from_row
 
 if TYPE_CHECKING:
@@ -48,8 +48,10 @@ _UNITS = {
 
 def parse_interval(text: str) -> timedelta:
     """'1 week', '3 days 2 hours', '30 minutes' (DuckDB's option values) as a timedelta."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]+)", text.strip().lower())
-    if not parts:
+    low = text.strip().lower()
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]+)", low)
+    # nothing but amounts and units: anything else is a typo (or worse), not ignored
+    if not parts or INTERVAL_TEXT.fullmatch(low) is None:
         raise InvalidChangeError(f"cannot read {text!r} as an interval (say e.g. '7 days')")
     seconds = 0.0
     for amount, unit in parts:

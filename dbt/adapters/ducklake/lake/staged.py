@@ -34,7 +34,17 @@ def new_uuid() -> str:
 
 def check_transform(transform: str) -> str:
     t = transform.strip().lower()
-    if t in ("identity", "year", "month", "day", "hour") or _BUCKET.match(t):
+    if t in ("identity", "year", "month", "day", "hour"):
+        return t
+    bucket = _BUCKET.match(t)
+    if bucket is not None:
+        # DuckDB refuses to open a lake holding bucket(0): one bad spec would lock
+        # every DuckDB reader out of the whole catalog
+        if not 1 <= int(bucket[1]) <= 2**31 - 1:
+            raise InvalidChangeError(
+                f"partition transform {transform!r}: the bucket count must be between 1 "
+                f"and {2**31 - 1}"
+            )
         return t
     raise InvalidChangeError(
         f"unknown partition transform {transform!r}; accepted: {', '.join(PARTITION_TRANSFORMS)}"

@@ -29,6 +29,8 @@ from .errors import (
     LakeError,
 )
 from .models import Change, Snapshot
+from .names import ACCEPTED_NAMES, name_problem
+from .options import check_option_value
 from .reader import CatalogReader
 from .staged import (
     ColumnDraft,
@@ -455,7 +457,7 @@ class Transaction:
     ) -> None:
         resolved = []
         for path, transform in fields:
-            draft = table.find(path)
+            draft = _layout_column(table, path, "PARTITIONED BY")
             if draft.type in ("list", "struct", "map"):
                 raise InvalidChangeError(
                     f"cannot partition {table.qualified_name} by nested column {draft.name!r}"
@@ -476,7 +478,7 @@ class Transaction:
                 raise InvalidChangeError(
                     f"null order {null_order!r}: accepted NULLS_FIRST, NULLS_LAST"
                 )
-            table.find(expression)
+            _layout_column(table, expression, "SORTED BY")
             resolved.append((expression, d, n))
         table.sort, table.sort_changed = resolved, True
 
@@ -579,6 +581,10 @@ class Transaction:
         table: StagedTable | None = None,
     ) -> None:
         text = _option_text(value)
+        try:
+            check_option_value(key, text)
+        except ValueError as exc:
+            raise InvalidChangeError(str(exc)) from None
         scoped_schema = self.schema(schema) if schema and table is None else None
         self.option_ops.append(OptionOp(key, text, scoped_schema, table))
 
@@ -788,6 +794,23 @@ def _table_changed(t: StagedTable) -> bool:
 def _check_name(kind: str, name: str) -> None:
     if not name or not name.strip():
         raise InvalidChangeError(f"{kind} name must not be empty")
+    if kind == "column":  # column names live inside files, never in paths
+        return
+    problem = name_problem(name)
+    if problem is not None:
+        raise InvalidChangeError(
+            f"{kind} name {name[:60]!r}{'…' if len(name) > 60 else ''} is not accepted: "
+            f"{problem}; accepted: {ACCEPTED_NAMES}"
+        )
+
+
+def _layout_column(table: StagedTable, path: str | tuple[str, ...], clause: str) -> ColumnDraft:
+    """The column a layout key names; the error says which clause and what exists."""
+    try:
+        return table.find(path)
+    except CatalogNotFoundError as exc:
+        columns = ", ".join(c.name for c in table.columns)
+        raise CatalogNotFoundError(f"{clause}: {exc}; its columns: {columns}") from None
 
 
 def _check_unique(names: list[str], where: str) -> None:

@@ -29,8 +29,8 @@ _CALL = re.compile(
 Args = list[Any]
 Kw = dict[str, Any]
 _CHECKPOINT = re.compile(r"^\s*CHECKPOINT(\s+[A-Za-z_][\w]*)?\s*;?\s*$", re.I)
-_NOW_MINUS = re.compile(r"^(?:now\(\)|current_timestamp)\s*-\s*INTERVAL\s+'([^']*)'$", re.I)
-_TIMESTAMP = re.compile(r"^(?:TIMESTAMP(?:TZ)?\s+)?'([^']*)'(?:::TIMESTAMP(?:TZ)?)?$", re.I)
+_NOW_MINUS = re.compile(r"^(?:now\(\)|current_timestamp)\s*-\s*INTERVAL\s+'((?:[^']|'')*)'$", re.I)
+_TIMESTAMP = re.compile(r"^(?:TIMESTAMP(?:TZ)?\s+)?'((?:[^']|'')*)'(?:::TIMESTAMP(?:TZ)?)?$", re.I)
 
 
 class CallError(ValueError):
@@ -269,12 +269,21 @@ def _value(text: str) -> Any:
     if re.fullmatch(r"-?\d*\.\d+", text):
         return float(text)
     if (m := _NOW_MINUS.match(text)) is not None:
-        return datetime.now(UTC) - parse_interval(m.group(1))
+        return datetime.now(UTC) - parse_interval(m.group(1).replace("''", "'"))
     if low.startswith("timestamp") and (m := _TIMESTAMP.match(text)) is not None:
-        value = datetime.fromisoformat(m.group(1))
+        value = _timestamp(m.group(1).replace("''", "'"))
         return value if value.tzinfo else value.replace(tzinfo=UTC)
     if len(text) >= 2 and text[0] == text[-1] == "'":
         return text[1:-1].replace("''", "'")
     if len(text) >= 2 and text[0] == text[-1] == '"':
         return text[1:-1]
     raise CallError(f"cannot read argument {text!r}")
+
+
+def _timestamp(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise CallError(
+            f"cannot read {text!r} as a timestamp; write it like '2026-01-31 12:00:00'"
+        ) from None

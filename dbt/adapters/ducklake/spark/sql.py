@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import sqlglot
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
@@ -35,6 +36,7 @@ from .changes import table_changes
 from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
 from .engine import CommitInfo, NotNullViolation, begin, create_table_as, insert_into
+from .errors import spark_error_text
 from .merge import When, merge_into
 from .pushdown import pushed_predicates
 from .scan import ScanMetrics, scan_table
@@ -102,6 +104,7 @@ class LakeSQL:
         self._depth = 0  # nesting of BEGIN … COMMIT inside the open block
         # (table, what its scan planned) for each lake table the last query read
         self.last_scans: list[tuple[str, ScanMetrics]] = []
+        self.written_as: dict[str, str] = {}  # temporary view -> the reference it replaced
 
     @property
     def in_transaction(self) -> bool:
@@ -121,7 +124,11 @@ class LakeSQL:
             self._check_unchanged(ref.schema, ref.name, ref.at)
             spans.append((ref.start, ref.end, self._scan(ref)))
         spans += self._feed_calls(tree, text)
-        edits = [(start, end, self._register(df)) for start, end, df in spans]
+        edits = []
+        for start, end, df in spans:
+            view = self._register(df)
+            self.written_as[view] = text[start:end]  # errors name it as the user did
+            edits.append((start, end, view))
         edits += _text_type_casts(text)
         out = text
         for start, end, replacement in sorted(edits, key=lambda s: s[0], reverse=True):
@@ -278,12 +285,15 @@ class LakeSQL:
         change's snapshot, None inside a transaction block). BEGIN ... COMMIT makes its
         changes one snapshot; an error inside a block discards the whole block."""
         result: DataFrame | Snapshot | None = None
+        self.written_as.clear()  # kept after a query: its rows fail, if at all, when read
         for statement in split_statements(text):
             try:
                 result = self._statement(statement)
-            except Exception:
+            except Exception as exc:
                 if self._tx is not None:
                     self._tx, self._depth = None, 0  # nothing of the block was written
+                if isinstance(exc, PySparkException):
+                    raise LakeSQLError(spark_error_text(exc, self.written_as)) from exc
                 raise
         return result
 
@@ -382,6 +392,8 @@ class LakeSQL:
             return None
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             view_sql = _view_text(tree, text)
+            if view_sql is not None:
+                self._check_view_query(tree, view_sql)
             try:
                 return run_ddl(
                     self.lake, tree, self.default_schema, self.commit, view_sql, tx=self._tx
@@ -391,6 +403,26 @@ class LakeSQL:
         raise LakeSQLError(
             f"statement kind {type(tree).__name__.upper()} is not supported on the lake yet"
         )
+
+    def _check_view_query(self, tree: exp.Expression, view_sql: str) -> None:
+        """Spark analyses the view's query before it is stored: a missing table or
+        column fails CREATE VIEW (as in dbt-spark), not the first reader. Inside a
+        block that changed a relation the query reads, the check waits for a reader:
+        the block's own changes are not visible to a scan before COMMIT."""
+        query = _parse(view_sql)
+        if self._tx is not None:
+            for table in query.find_all(exp.Table):
+                schema = table.db or self.default_schema
+                if self._tx.has_changed(schema, table.name):
+                    return
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        name = ".".join(p.name for p in target.parts)
+        try:
+            self.query(view_sql)
+        except PySparkException as exc:
+            raise LakeSQLError(f"view {name}: {spark_error_text(exc, self.written_as)}") from exc
+        except LakeSQLError as exc:
+            raise LakeSQLError(f"view {name}: {exc}") from exc
 
     def _spark_temp_view(self, tree: exp.Expression) -> bool:
         kind = str(tree.args.get("kind") or "").upper()
@@ -530,6 +562,7 @@ class LakeSQL:
             source = self.query(f"SELECT * FROM {plain.sql(dialect='spark')}")
         else:
             source = self.query(using.this.sql(dialect="spark"))
+        _unqualify(tree, (target, t_alias), (using, s_alias))
         on = tree.args["on"].sql(dialect="spark")
         clauses = []
         whens = tree.args.get("whens")
@@ -576,6 +609,25 @@ class LakeSQL:
             commit=self.commit,
             tx=self._tx,
         )
+
+
+def _unqualify(tree: exp.Merge, *sides: tuple[exp.Expression, str]) -> None:
+    """`schema.table.column` (valid in Spark and DuckDB when a MERGE side has no alias)
+    becomes `alias.column`, the form the engine resolves."""
+    for column in tree.find_all(exp.Column):
+        db = column.args.get("db")
+        if db is None:
+            continue
+        for side, alias in sides:
+            if not isinstance(side, exp.Table) or side.alias:
+                continue
+            same_table = column.table.lower() == side.name.lower()
+            side_db = side.args.get("db")
+            if same_table and (side_db is None or side_db.name.lower() == db.name.lower()):
+                column.set("db", None)
+                column.set("catalog", None)
+                column.set("table", exp.to_identifier(alias))
+                break
 
 
 def _text_type_casts(text: str) -> list[tuple[int, int, str]]:
@@ -646,5 +698,11 @@ def _travel_target(kind: str, value: str) -> int | datetime:
             raise LakeSQLError(f"VERSION AS OF takes a snapshot id, got {value}")
         return int(value)
     literal = value.split("'", 1)[1].rsplit("'", 1)[0].replace("''", "'")
-    stamp = datetime.fromisoformat(literal)
+    try:
+        stamp = datetime.fromisoformat(literal)
+    except ValueError:
+        raise LakeSQLError(
+            f"TIMESTAMP AS OF {literal!r} is not a timestamp; write it like "
+            "'2026-01-31 12:00:00' or '2026-01-31T12:00:00+00:00'"
+        ) from None
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)

@@ -133,6 +133,11 @@ def partition_fields(items: list[str]) -> list[tuple[str, str]]:
         if (m := _TIME_PART.match(item)) is not None:
             out.append((_unquote(m[2]), m[1].lower()))
         elif (m := _BUCKET.match(item)) is not None:
+            if int(m[1]) < 1:
+                raise StatementError(
+                    f"partition key {item!r}: the bucket count N in bucket(N, col) must be "
+                    "at least 1"
+                )
             out.append((_unquote(m[2]), f"bucket({int(m[1])})"))
         elif re.fullmatch(r"\w+|`[^`]+`|\"[^\"]+\"", item.strip()):
             out.append((_unquote(item), "identity"))

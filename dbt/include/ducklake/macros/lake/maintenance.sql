@@ -98,9 +98,10 @@
 {%- endmacro %}
 
 {% macro ducklake__call_time(value) -%}
+  {%- set quoted = value | string | replace("'", "''") -%}
   {%- if modules.re.match('^\\d{4}-\\d{2}-\\d{2}', value | string) -%}
-    {{ return("timestamp '" ~ value ~ "'") }}
+    {{ return("timestamp '" ~ quoted ~ "'") }}
   {%- else -%}
-    {{ return("now() - interval '" ~ value ~ "'") }}
+    {{ return("now() - interval '" ~ quoted ~ "'") }}
   {%- endif -%}
 {%- endmacro %}

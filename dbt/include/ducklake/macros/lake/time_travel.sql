@@ -17,7 +17,8 @@
   {%- if version is not none -%}
     {{ relation }} VERSION AS OF {{ version | int }}
   {%- else -%}
-    {{ relation }} TIMESTAMP AS OF '{{ timestamp }}'
+    {#- a quote in the value stays inside the literal; the engine reads it as a timestamp -#}
+    {{ relation }} TIMESTAMP AS OF '{{ timestamp | string | replace("'", "''") }}'
   {%- endif -%}
 {%- endmacro %}
 

@@ -34,6 +34,8 @@
     {%- if not dest_columns -%}
       {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
     {%- endif -%}
+    {%- do adapter.check_unique_key(model, ducklake__unique_keys(config.get('unique_key')),
+          {'the new rows': adapter.get_columns_in_relation(temp_relation), existing_relation ~ '': dest_columns}) -%}
     {%- set strategy_macro = adapter.get_incremental_strategy_macro(context, strategy) -%}
     {%- set build_sql = strategy_macro({
           'target_relation': target_relation,

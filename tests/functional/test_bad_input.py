@@ -1,0 +1,426 @@
+"""Bad input fails clearly and changes nothing.
+
+Each case is something a user can get wrong — a model reading a missing column, a name
+the lake cannot spell, a config naming a missing column, an incompatible type change,
+a duplicate MERGE key, a CALL with wrong arguments, an injection attempt through a
+macro argument. For each one the test checks three things: dbt's error names the
+model, relation or option and says what is accepted; the lake's latest snapshot is the
+one it had before; DuckDB reads the same rows as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.ducklake.lake import Lake
+from tests import duck
+
+BASE = """{{ config(materialized='table') }}
+select cast(id as int) as id, concat('n', id) as name from range(3)
+"""
+VIEW = "select id, name from {{ ref('base') }}"
+INC = """
+{{ config(materialized='incremental', unique_key='id', on_schema_change='sync_all_columns') }}
+select cast(id as int) as id, concat('i', id) as name from range(4)
+"""
+SEED = "id,label\n1,a\n2,b\n"
+SNAPSHOT = """
+{% snapshot snap %}
+{{ config(unique_key='id', strategy='timestamp', updated_at='updated',
+          target_schema=target.schema) }}
+select id, name, cast('2026-01-01' as timestamp) as updated from {{ ref('base') }}
+{% endsnapshot %}
+"""
+RUN_SQL = """
+{% macro run_lake_sql(sql) %}
+  {% do run_query(sql) %}
+{% endmacro %}
+"""
+
+
+@dataclass
+class Case:
+    """One bad input: files to write (path under the project -> text), the dbt command,
+    and fragments the error must contain (case-insensitive)."""
+
+    name: str
+    command: list[str]
+    expect: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+    # a regular file put where the table's folder under data_path would go
+    blocker: str | None = None
+
+
+def _model(name: str, sql: str) -> dict[str, str]:
+    return {f"models/{name}.sql": sql}
+
+
+def _table(config: str, sql: str = "select cast(id as int) as id from range(3)") -> str:
+    return "{{ config(materialized='table'" + config + ") }}\n" + sql
+
+
+def _op(sql: str) -> list[str]:
+    return ["run-operation", "run_lake_sql", "--args", "{sql: " + _yaml(sql) + "}"]
+
+
+def _yaml(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+CASES = [
+    # -- queries that do not resolve: Spark analyses them before anything commits
+    Case(
+        "view reads a missing column",
+        ["run", "-s", "bad"],
+        ["view", "bad", "`nope`", "cannot be resolved", "`id`", "`name`"],
+        _model("bad", "select nope from {{ ref('base') }}"),
+    ),
+    Case(
+        "view reads a missing table",
+        ["run", "-s", "bad"],
+        ["view", "bad", "no_such_table", "cannot be found"],
+        _model("bad", "select * from {{ target.schema }}.no_such_table"),
+    ),
+    Case(
+        "table reads a missing column",
+        ["run", "-s", "bad"],
+        ["model bad", "`nope`", "cannot be resolved", "`id`"],
+        _model("bad", _table("", "select nope from {{ ref('base') }}")),
+    ),
+    Case(
+        "table reads a missing table",
+        ["run", "-s", "bad"],
+        ["model bad", "no_such_table", "cannot be found"],
+        _model("bad", _table("", "select * from {{ target.schema }}.no_such_table")),
+    ),
+    Case(
+        "incremental run reads a missing column",
+        ["run", "-s", "inc"],
+        ["model inc", "`nope`", "cannot be resolved"],
+        _model("inc", INC.replace("concat('i', id) as name", "nope as name")),
+    ),
+    # -- names the lake does not accept
+    Case(
+        "alias with a slash",
+        ["run", "-s", "bad"],
+        ["model.test.bad", "alias 'a/b'", "not accepted", "accepted: 1 to 128 characters"],
+        _model("bad", _table(", alias='a/b'")),
+    ),
+    Case(
+        "alias ..",
+        ["run", "-s", "bad"],
+        ["alias '..'", "not accepted", "'.'"],
+        _model("bad", _table(", alias='..'")),
+    ),
+    Case(
+        "alias with a quote",
+        ["run", "-s", "bad"],
+        ["alias", "not accepted", "'\"'"],
+        _model("bad", _table(", alias='it\"s'")),
+    ),
+    Case(
+        "alias of 300 characters",
+        ["run", "-s", "bad"],
+        ["alias", "it has 300 characters", "1 to 128 characters"],
+        _model("bad", _table(", alias='" + "x" * 300 + "'")),
+    ),
+    Case(
+        "schema with a slash",
+        ["run", "-s", "bad"],
+        ["schema", "x/y", "not accepted"],
+        _model("bad", _table(", schema='x/y'")),
+    ),
+    Case(
+        "unquoted alias with a dash",
+        ["run", "-s", "bad"],
+        ["alias 'a-b'", "needs quoting", "quoting:"],
+        _model("bad", _table(", alias='a-b'")),
+    ),
+    # -- configs naming what is not there
+    Case(
+        "unique_key names a missing column",
+        ["run", "-s", "inc"],
+        ["model.test.inc", "unique_key names nope", "its columns: id, name"],
+        _model("inc", INC.replace("unique_key='id'", "unique_key='nope'")),
+    ),
+    Case(
+        "partition_by names a missing column",
+        ["run", "-s", "bad"],
+        ["bad", "partitioned by", "'nope' does not exist", "its columns: id"],
+        _model("bad", _table(", partition_by=['nope']")),
+    ),
+    Case(
+        "sorted_by names a missing column",
+        ["run", "-s", "bad"],
+        ["bad", "sorted by", "'nope' does not exist", "its columns: id"],
+        _model("bad", _table(", sorted_by=['nope']")),
+    ),
+    Case(
+        "bucket(0, id)",
+        ["run", "-s", "bad"],
+        ["bad", "partition_by", "bucket count", "at least 1"],
+        _model("bad", _table(", partition_by=['bucket(0, id)']")),
+    ),
+    Case(
+        "unknown partition transform",
+        ["run", "-s", "bad"],
+        ["bad", "partition_by", "week(id)", "accepted: col, year(col)"],
+        _model("bad", _table(", partition_by=['week(id)']")),
+    ),
+    Case(
+        "incompatible type change under on_schema_change",
+        ["run", "-s", "inc"],
+        ["inc", "cannot change column", ".inc.id' from int32 to varchar", "lossless"],
+        _model("inc", INC.replace("cast(id as int) as id", "concat('k', id) as id")),
+    ),
+    Case(
+        "on_schema_change not accepted",
+        ["run", "-s", "inc"],
+        ["inc", "on_schema_change 'explode'", "accepted: ignore, fail"],
+        _model("inc", INC.replace("sync_all_columns", "explode")),
+    ),
+    Case(
+        "on_schema_change fail on a new column",
+        ["run", "-s", "inc"],
+        ["inc", "out of sync"],
+        _model(
+            "inc",
+            INC.replace("sync_all_columns", "fail").replace("as name", "as name, 1 as extra"),
+        ),
+    ),
+    Case(
+        "unwritable data_path",
+        ["run", "-s", "blocked"],
+        ["model blocked", "not a directory"],
+        _model("blocked", _table("", "select id from range(1000)")),
+        blocker="blocked",
+    ),
+    # -- seeds and snapshots
+    Case(
+        "seed column_types names no type",
+        ["seed", "-s", "bad_seed"],
+        ["bad_seed", "notatype"],
+        {
+            "seeds/bad_seed.csv": SEED,
+            "seeds/bad_seed.yml": "version: 2\nseeds:\n  - name: bad_seed\n"
+            "    config:\n      column_types: {label: notatype}\n",
+        },
+    ),
+    Case(
+        "snapshot without its updated_at column",
+        ["snapshot", "-s", "snap"],
+        ["snap", "updated"],
+        {"snapshots/snap.sql": SNAPSHOT.replace("as updated from", "as changed from")},
+    ),
+    # -- MERGE and CALL
+    Case(
+        "MERGE with duplicate source keys",
+        ["run", "-s", "inc"],
+        ["inc", "matches more than one source row"],
+        _model("inc", INC.replace("from range(4)", "from range(4) union all select 1, 'dup'")),
+    ),
+    Case(
+        "CALL with an unknown argument",
+        _op("call ducklake_merge_adjacent_files('lake', 'base', bogus => 1)"),
+        ["ducklake_merge_adjacent_files", "bogus", "accepted"],
+    ),
+    Case(
+        "CALL of an unknown function",
+        _op("call ducklake_explode('lake')"),
+        ["unknown function", "ducklake_explode"],
+    ),
+    # -- injection through macro arguments: quoted, never executed
+    Case(
+        "ducklake_at timestamp injection",
+        ["run", "-s", "bad"],
+        ["bad", "timestamp as of", "is not a timestamp", "2026-01-31 12:00:00"],
+        _model(
+            "bad",
+            _table(
+                "",
+                "select * from {{ ducklake_at(ref('base'), timestamp=\"2026-01-01' "
+                "union all select 9, 'x' from {{ ref('base') }} --\") }}",
+            ),
+        ),
+    ),
+    Case(
+        "ducklake_set_option value injection",
+        [
+            "run-operation",
+            "ducklake_set_option",
+            "--args",
+            '{option: target_file_size, value: "1MB\'); drop table base; --"}',
+        ],
+        ["option target_file_size takes a byte count", "1MB'); drop table base; --"],
+    ),
+    Case(
+        "CALL argument injection",
+        [
+            "run-operation",
+            "ducklake_expire_snapshots",
+            "--args",
+            '{older_than: "1 day\'); drop table base; --"}',
+        ],
+        ["cannot read", "1 day'); drop table base; --", "as an interval"],
+    ),
+]
+
+
+def _lake_rows(attach: str, schema: str) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+    """Every table and view of `schema`, read by DuckDB's extension, sorted."""
+    con = duck.connect()
+    try:
+        duck.attach(con, attach, alias="lake")
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_catalog = 'lake' AND table_schema = ?",
+                [schema],
+            ).fetchall()
+        ]
+        return {
+            n: sorted(con.execute(f'SELECT * FROM lake.{schema}."{n}"').fetchall()) for n in names
+        }
+    finally:
+        con.close()
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+class TestBadInputChangesNothing:
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"base.sql": BASE, "view_ok.sql": VIEW, "inc.sql": INC}
+
+    @pytest.fixture(scope="class")
+    def seeds(self):  # type: ignore[no-untyped-def]
+        return {"good_seed.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def macros(self):  # type: ignore[no-untyped-def]
+        return {"run_lake_sql.sql": RUN_SQL}
+
+    @pytest.fixture(scope="class")
+    def built(self, project, dbt_profile_target):  # type: ignore[no-untyped-def]
+        run_dbt(["build"])
+        metadata = dbt_profile_target["metadata"]
+        attach = "sqlite:" + metadata.removeprefix("sqlite:///")
+        return Lake.open(metadata), attach
+
+    @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+    def test_bad_input(self, project, built, case: Case) -> None:  # type: ignore[no-untyped-def]
+        lake, attach = built
+        before = lake.latest_snapshot().snapshot_id
+        blocker = None
+        if case.blocker:
+            folder = os.path.join(lake.data_path, project.test_schema)
+            os.makedirs(folder, exist_ok=True)
+            blocker = os.path.join(folder, case.blocker)
+            write_file("not a folder", blocker)
+        rows = _lake_rows(attach, project.test_schema)
+        originals = {}
+        for path, text in case.files.items():
+            full = os.path.join(project.project_root, path)
+            originals[full] = _read(full) if os.path.exists(full) else None
+            write_file(text, full)
+        try:
+            _, output = run_dbt_and_capture(case.command, expect_pass=False)
+        except DbtRuntimeError as exc:  # dbt raises what fails before any node runs
+            output = str(exc)
+        finally:
+            if blocker is not None:
+                os.remove(blocker)
+            for full, text in originals.items():
+                if text is None:
+                    os.remove(full)
+                else:
+                    write_file(text, full)
+        low = output.lower()
+        missing = [e for e in case.expect if e.lower() not in low]
+        assert not missing, f"{case.name}: {missing} not in:\n{output[-3000:]}"
+        for noise in ("__ducklake_", "sqlglot", "Traceback", "JVM stacktrace", "at org.apache"):
+            assert noise not in output, f"{case.name}: {noise!r} in:\n{output[-3000:]}"
+        assert lake.latest_snapshot().snapshot_id == before, case.name
+        assert _lake_rows(attach, project.test_schema) == rows, case.name
+
+
+PROFILE = """
+bad:
+  target: t
+  outputs:
+    t:
+      type: ducklake
+      metadata: {metadata}
+      schema: s
+{extra}"""
+
+
+def _debug(tmp_path, metadata: str, extra: str = "") -> str:  # type: ignore[no-untyped-def]
+    """`dbt debug` in its own process (a profile of its own), output returned."""
+    root = tmp_path / "project"
+    root.mkdir(exist_ok=True)
+    (root / "dbt_project.yml").write_text('name: bad\nversion: "1.0"\nprofile: bad\n')
+    (root / "profiles.yml").write_text(PROFILE.format(metadata=metadata, extra=extra))
+    dbt = str(Path(sys.executable).with_name("dbt"))
+    done = subprocess.run(
+        [dbt, "debug", "--project-dir", str(root), "--profiles-dir", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0, done.stdout
+    return done.stdout + done.stderr
+
+
+def _dump(path: Path) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return list(conn.iterdump())
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_profiles_that_cannot_open_a_lake_change_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The catalog is opened (and refused) before Spark starts; the file is untouched."""
+    # a SQLite database that holds something else, and no data_path to create a lake
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    digest = _digest(other)
+    out = _debug(tmp_path, f"sqlite:///{other}")
+    assert "holds no DuckLake yet: data_path is required" in out, out
+    assert _digest(other) == digest
+
+    # a file that is not a database at all
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("these are not the catalog rows you are looking for\n" * 100)
+    digest = _digest(junk)
+    out = _debug(tmp_path, f"sqlite:///{junk}", f"      data_path: {tmp_path / 'data'}\n")
+    assert str(junk) in out and "not a database" in out, out
+    assert _digest(junk) == digest
+
+    # a lake in a DuckLake version this adapter does not write
+    lake_file = tmp_path / "old.sqlite"
+    lake = Lake.open(f"sqlite:///{lake_file}", data_path=str(tmp_path / "old"))
+    with sqlite3.connect(lake_file) as conn:
+        conn.execute("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'")
+    rows = _dump(lake_file)  # WAL mode: a reader may checkpoint, so compare rows, not bytes
+    out = _debug(tmp_path, f"sqlite:///{lake_file}")
+    assert "format version '0.3'" in out and "format 1.0 only" in out, out
+    assert _dump(lake_file) == rows
+    assert lake.latest_snapshot().snapshot_id == 0
