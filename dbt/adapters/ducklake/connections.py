@@ -39,6 +39,7 @@ from .spark.types import python_rows
 
 logger = AdapterLogger("DuckLake")
 _OPENING = threading.Lock()
+_CANCEL_WINDOW_S = 120.0  # how long a cancelled statement's new jobs keep being stopped
 
 
 class LakeCursor:
@@ -57,8 +58,14 @@ class LakeCursor:
                 "the ducklake adapter does not take query bindings; seeds load through "
                 "Spark DataFrames"
             )
+        if self.handle.cancelled.is_set():
+            raise DbtRuntimeError(f"{self.handle.job_group}: cancelled; nothing was committed")
         label_jobs(self.handle.spark, self.handle.job_group, self.handle.job_group)
-        result = self.handle.sql.execute(sql)
+        self.handle.busy.set()
+        try:
+            result = self.handle.sql.execute(sql)
+        finally:
+            self.handle.busy.clear()
         self._df, self.snapshot, self.description = None, None, None
         if isinstance(result, DataFrame):
             self._df = result
@@ -95,6 +102,8 @@ class LakeHandle:
     def __init__(self, credentials: DucklakeCredentials):
         self.credentials = credentials
         self.job_group = "dbt"  # the dbt connection's name once it runs SQL
+        self.busy = threading.Event()  # a statement is running
+        self.cancelled = threading.Event()
         location = parse_metadata(credentials.metadata)
         if location.backend == "sqlite" and credentials.data_path:
             # the embedded default: a new project's lake folder is created on first use
@@ -138,6 +147,22 @@ class LakeHandle:
 
     def cursor(self) -> LakeCursor:
         return LakeCursor(self)
+
+    def cancel(self) -> None:
+        """Stop the running statement's Spark jobs, including the ones it has yet to
+        start: a cancel that lands while the driver plans (between jobs) would
+        otherwise miss the write that follows. Later statements are refused."""
+        self.cancelled.set()
+        cancel_jobs(self.spark, self.job_group)
+
+        def keep_cancelling() -> None:
+            deadline = time.monotonic() + _CANCEL_WINDOW_S
+            while self.busy.is_set() and time.monotonic() < deadline:
+                time.sleep(0.2)
+                cancel_jobs(self.spark, self.job_group)
+
+        threading.Thread(target=keep_cancelling, name="ducklake-cancel", daemon=True).start()
+        self.rollback()
 
     def rollback(self) -> None:
         if self.sql.in_transaction:
@@ -214,8 +239,7 @@ class DucklakeConnectionManager(SQLConnectionManager):
         handle = connection.handle
         if isinstance(handle, LakeHandle):
             # dbt cancels on Ctrl-C: stop this connection's Spark jobs, drop its block
-            cancel_jobs(handle.spark, handle.job_group)
-            handle.rollback()
+            handle.cancel()
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:

@@ -69,7 +69,9 @@ class DucklakeAdapter(SQLAdapter):
 
     @classmethod
     def is_cancelable(cls) -> bool:
-        return False
+        # Ctrl-C: dbt calls the connection manager's cancel, which stops the
+        # connection's Spark job group; nothing of the running statement commits
+        return True
 
     @classmethod
     def quote(cls, identifier: str) -> str:

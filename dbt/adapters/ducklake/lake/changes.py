@@ -162,12 +162,14 @@ def check_conflicts(
     intent: Intent,
     others: Iterable[Snapshot],
     files_deleted_since: Callable[[], set[int]],
+    name_of: Callable[[int], str] = str,
 ) -> None:
     """Raise CommitConflictError naming the first snapshot whose changes clash with ours.
 
     The rules are DuckDB's: inserts never conflict with inserts, deletes conflict with
     other deletes only when they touch the same data file (`files_deleted_since` lists
-    data files that got deletes or were ended after our base snapshot).
+    data files that got deletes or were ended after our base snapshot). `name_of` turns
+    a table or view id into the `schema.name` the error shows.
     """
     ours = intent.changes
     for snap in others:
@@ -184,8 +186,9 @@ def check_conflicts(
         def overlap(mine: set[int], their_sets: dict[str, set[int]], verb: str) -> None:
             for kind, their in their_sets.items():
                 for tid in sorted(mine & their):
+                    what = tid if verb == "drop schema" else name_of(tid)
                     raise clash(
-                        f"cannot {verb} {tid}: another snapshot changed it", f"{kind}:{tid}"
+                        f"cannot {verb} {what}: another snapshot changed it", f"{kind}:{tid}"
                     )
 
         for name in sorted(ours.created_schemas & theirs.created_schemas):
@@ -243,8 +246,10 @@ def check_conflicts(
         if ours.deleted & theirs.deleted:
             ours_files = set().union(*(intent.deleted_files.get(t, set()) for t in ours.deleted))
             for file_id in sorted(ours_files & files_deleted_since()):
+                tables = ", ".join(name_of(t) for t in sorted(ours.deleted & theirs.deleted))
                 raise clash(
-                    f"cannot delete from data file {file_id}: another snapshot deleted from it",
+                    f"cannot delete from {tables} (data file {file_id}): another snapshot "
+                    "deleted from the same file",
                     f"deleted_from_table:{min(ours.deleted & theirs.deleted)}",
                 )
         overlap(

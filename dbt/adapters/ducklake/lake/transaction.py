@@ -660,6 +660,20 @@ class Transaction:
             self._data("inline_delete_pos", table, (data_file_id, pos))
 
     # -- commit ----------------------------------------------------------------------
+    def _name_of(self, entry_id: int) -> str:
+        """`schema.name` of a table or view this transaction touches (ids are what
+        snapshot changes record; errors show names)."""
+        for t in self._table_order:
+            if t.table_id == entry_id:
+                return t.qualified_name
+        try:
+            info = self.catalog.table_by_id(entry_id)
+            return f"{info.schema_name}.{info.name}"
+        except CatalogNotFoundError:
+            pass
+        views = [v for v in self.catalog.views() if v.view_id == entry_id]
+        return f"{views[0].schema_name}.{views[0].name}" if views else f"entry id {entry_id}"
+
     def is_empty(self) -> bool:
         return not (self.catalog_changed() or self.data_ops or self.option_ops)
 
@@ -759,7 +773,9 @@ class Transaction:
                     latest = self.lake.latest_snapshot(conn)
                     if latest.snapshot_id != self.base.snapshot_id:
                         others = snapshots_after(self.lake, conn, self.base.snapshot_id)
-                        check_conflicts(intent, others, self._deleted_files_probe(conn))
+                        check_conflicts(
+                            intent, others, self._deleted_files_probe(conn), self._name_of
+                        )
                     self.committed = apply_commit(self, conn, latest, snapshot_changes, extra_text)
                 return self.committed
             except DBAPIError as exc:

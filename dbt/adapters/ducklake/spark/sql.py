@@ -14,6 +14,7 @@ enclosing block).
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +52,9 @@ from .statements import (
 from .views import scan_relation
 
 _ids = itertools.count()
+# unreadable statements become exp.Command, reported by this module as an error; sqlglot
+# would also print a warning for each on stderr
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _TIME_TRAVEL = re.compile(
     r"\s+(?:FOR\s+)?(?:SYSTEM_)?(VERSION|TIMESTAMP)\s+AS\s+OF\s+"
     r"(\d+|'(?:[^']|'')*'|TIMESTAMP\s*'(?:[^']|'')*')",
@@ -400,9 +404,10 @@ class LakeSQL:
                 )
             except DDLError as exc:
                 raise LakeSQLError(str(exc)) from exc
-        raise LakeSQLError(
-            f"statement kind {type(tree).__name__.upper()} is not supported on the lake yet"
-        )
+        if isinstance(tree, exp.Command):  # sqlglot could not read it: quote the start
+            start = " ".join(bare.split()[:4])
+            raise LakeSQLError(f"cannot read the statement starting {start!r} as Spark SQL")
+        raise LakeSQLError(f"{_statement_words(bare)} is not supported on the lake yet")
 
     def _check_view_query(self, tree: exp.Expression, view_sql: str) -> None:
         """Spark analyses the view's query before it is stored: a missing table or
@@ -418,7 +423,8 @@ class LakeSQL:
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         name = ".".join(p.name for p in target.parts)
         try:
-            self.query(view_sql)
+            # the text a reader runs: stored SQL goes through sqlglot's Spark dialect
+            self.query(query.sql(dialect="spark"))
         except PySparkException as exc:
             raise LakeSQLError(f"view {name}: {spark_error_text(exc, self.written_as)}") from exc
         except LakeSQLError as exc:
@@ -677,6 +683,12 @@ def _balanced_end(text: str) -> int:
             return 0
         i += 1
     return 0
+
+
+def _statement_words(text: str) -> str:
+    """`SHOW`, `GRANT`: the statement's kind as the user spelled it."""
+    words = re.findall(r"[A-Za-z_]+", text)[:1]
+    return " ".join(words).upper() or "this statement"
 
 
 def _parse(text: str) -> exp.Expression:
