@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.canon import canon_rows
 from tests.spark.test_roundtrip import _spark_rows
-from tests.spark.twins import fresh_root, twin_settings
+from tests.spark.twins import BACKENDS, examples, fresh_root, our_catalog, twin_settings
 
 KEYS = 8  # few keys, so inserts repeat them
 
@@ -154,15 +155,21 @@ def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(r.rowid for r in scan_table(spark, lake, "main", "t", lineage=True).collect())
 
 
-@twin_settings(max_examples=3)
+@pytest.mark.parametrize("backend", BACKENDS)
+@twin_settings(max_examples=examples(2))
 @given(history=ops)
-def test_dml_twins_agree(spark, tmp_path, history) -> None:  # type: ignore[no-untyped-def]
+def test_dml_twins_agree(spark, tmp_path, backend, history) -> None:  # type: ignore[no-untyped-def]
     root = fresh_root(tmp_path)
+    with our_catalog(backend, root) as (metadata, attach):
+        _run_twins(spark, root, metadata, attach, history)
+
+
+def _run_twins(spark, root, metadata: str, attach: str, history) -> None:  # type: ignore[no-untyped-def]
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=str(root / "dd"))
     con.execute("USE dl")
     con.execute("CREATE TABLE t (k INTEGER, v VARCHAR, n INTEGER)")
-    lake = Lake.open(f"sqlite:///{root}/ours.sqlite", data_path=str(root / "od"))
+    lake = Lake.open(metadata, data_path=str(root / "od"))
     sql = LakeSQL(spark, lake)
     sql.execute("CREATE TABLE t (k INT, v STRING, n INT)")
     theirs = Lake.open(f"sqlite:///{root}/duck.sqlite")
@@ -173,7 +180,7 @@ def test_dml_twins_agree(spark, tmp_path, history) -> None:  # type: ignore[no-u
             (kind, theirs.latest_snapshot().snapshot_id, lake.latest_snapshot().snapshot_id)
         )
     con.execute("USE memory")
-    duck.attach(con, f"sqlite:{root}/ours.sqlite", alias="ol")
+    duck.attach(con, attach, alias="ol")
     for kind, their_snap, our_snap in steps:
         expected = canon_rows(
             con.execute(f"SELECT * FROM dl.t AT (VERSION => {their_snap})").fetchall()

@@ -9,6 +9,7 @@ import random
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.canon import canon_rows
 from tests.spark.test_roundtrip import _spark_rows
-from tests.spark.twins import fresh_root, twin_settings
+from tests.spark.twins import BACKENDS, examples, fresh_root, our_catalog, twin_settings
 
 SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "varchar": "VARCHAR", "float64": "DOUBLE"}
 SPARK_TYPES = {"int32": "int", "int64": "bigint", "varchar": "string", "float64": "double"}
@@ -137,14 +138,20 @@ def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no
     return True
 
 
-@twin_settings(max_examples=4)
+@pytest.mark.parametrize("backend", BACKENDS)
+@twin_settings(max_examples=examples(10))
 @given(history=ops)
-def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, history) -> None:  # type: ignore[no-untyped-def]
+def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, backend, history) -> None:  # type: ignore[no-untyped-def]
     root = fresh_root(tmp_path)
+    with our_catalog(backend, root) as (metadata, attach):
+        _run_twins(spark, root, metadata, attach, history)
+
+
+def _run_twins(spark, root, metadata: str, attach: str, history) -> None:  # type: ignore[no-untyped-def]
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=str(root / "dd"))
     con.execute("CREATE TABLE dl.main.t (id BIGINT, a INTEGER, s VARCHAR)")
-    lake = Lake.open(f"sqlite:///{root}/ours.sqlite", data_path=str(root / "od"))
+    lake = Lake.open(metadata, data_path=str(root / "od"))
     with lake.transaction() as tx:
         tx.create_table(
             "main",
@@ -157,7 +164,7 @@ def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, history) -> None:  
     for op in history:
         if _apply(op, model, con, lake, spark):
             steps.append((theirs.latest_snapshot().snapshot_id, lake.latest_snapshot().snapshot_id))
-    duck.attach(con, f"sqlite:{root}/ours.sqlite", alias="ol")
+    duck.attach(con, attach, alias="ol")
     for their_snap, our_snap in steps:
         duck_on_duck = con.execute(f"SELECT * FROM dl.main.t AT (VERSION => {their_snap})")
         expected = canon_rows(duck_on_duck.fetchall())
