@@ -404,10 +404,11 @@ class LakeSQL:
                 )
             except DDLError as exc:
                 raise LakeSQLError(str(exc)) from exc
-        if isinstance(tree, exp.Command):  # sqlglot could not read it: quote the start
-            start = " ".join(bare.split()[:4])
-            raise LakeSQLError(f"cannot read the statement starting {start!r} as Spark SQL")
-        raise LakeSQLError(f"{_statement_words(bare)} is not supported on the lake yet")
+        start = " ".join(bare.split()[:4])
+        raise LakeSQLError(
+            f"{_statement_words(bare)} is not supported on the lake yet (the statement "
+            f"starting {start!r})"
+        )
 
     def _check_view_query(self, tree: exp.Expression, view_sql: str) -> None:
         """Spark analyses the view's query before it is stored: a missing table or
