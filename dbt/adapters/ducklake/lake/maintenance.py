@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from .staged import DataFileSpec, DeleteFileSpec, StagedTable
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+# Spark writes into folders named so beside the table's files; a writer that died
+# mid-write leaves one behind, with checksums and Spark's scratch files in it
+STAGING_PREFIX = "ducklake-write-"
 DEFAULT_DELETE_THRESHOLD = 0.95
 _UNITS = {
     "microsecond": 1e-6,
@@ -519,13 +523,12 @@ def forget_scheduled(lake: Lake, files: Sequence[ScheduledFile]) -> None:
 
 
 def orphan_candidates(lake: Lake, *, older_than: datetime | None, cleanup_all: bool) -> list[str]:
-    """Parquet files under the data path the catalog does not know (not as data, delete
-    or scheduled file), last modified before `older_than` (or any age with cleanup_all)."""
-    if not cleanup_all and older_than is None:
-        text = lake.option("delete_older_than")
-        if text is None:
-            return []
-        older_than = datetime.now(UTC) - parse_interval(text)
+    """Files under the data path the catalog does not know (not as data, delete or
+    scheduled file), last modified before `older_than` (or any age with cleanup_all):
+    Parquet files, and anything inside a writer's staging folder."""
+    older_than = _orphan_age(lake, older_than, cleanup_all)
+    if older_than is None:
+        return []
     q = lake.qualified
     known: set[str] = set()
     with lake.connect() as conn:
@@ -544,13 +547,57 @@ def orphan_candidates(lake: Lake, *, older_than: datetime | None, cleanup_all: b
             known.add(os.path.normpath(absolute_path(lake, r.path, r.path_is_relative)))
     found = []
     for directory, _dirs, names in os.walk(lake.data_path):
+        staging = _in_staging(lake, directory)
         for name in names:
-            if not name.endswith(".parquet"):
+            if not (staging or name.endswith(".parquet")):
                 continue
             path = os.path.normpath(os.path.join(directory, name))
-            if path in known:
-                continue
-            modified = datetime.fromtimestamp(os.path.getmtime(path), UTC)
-            if cleanup_all or (older_than is not None and modified < older_than):
+            if path not in known and _modified(path) < older_than:
                 found.append(path)
     return sorted(found)
+
+
+def dead_staging(
+    lake: Lake, orphans: Sequence[str], *, older_than: datetime | None, cleanup_all: bool
+) -> list[str]:
+    """The staging folders of writers that died: every file in them is an orphan (an
+    empty folder counts by its own age). A live writer's folder has fresh files."""
+    older_than = _orphan_age(lake, older_than, cleanup_all)
+    if older_than is None:
+        return []
+    doomed = set(orphans)
+    dead = []
+    for directory, dirs, _names in os.walk(lake.data_path):
+        for name in [d for d in dirs if d.startswith(STAGING_PREFIX)]:
+            folder = os.path.join(directory, name)
+            files = [os.path.normpath(os.path.join(d, n)) for d, _, f in os.walk(folder) for n in f]
+            if all(f in doomed for f in files) and (files or _modified(folder) < older_than):
+                dead.append(folder)
+            dirs.remove(name)  # what is inside was just listed
+    return sorted(dead)
+
+
+def remove_folders(folders: Sequence[str]) -> None:
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _orphan_age(lake: Lake, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
+    """The age limit for orphans: given, the lake's `delete_older_than`, or none at all."""
+    if cleanup_all:
+        return datetime.max.replace(tzinfo=UTC)
+    if older_than is None:
+        text = lake.option("delete_older_than")
+        if text is None:
+            return None
+        return datetime.now(UTC) - parse_interval(text)
+    return older_than
+
+
+def _in_staging(lake: Lake, directory: str) -> bool:
+    relative = os.path.relpath(directory, lake.data_path)
+    return any(part.startswith(STAGING_PREFIX) for part in relative.split(os.sep))
+
+
+def _modified(path: str) -> datetime:
+    return datetime.fromtimestamp(os.path.getmtime(path), UTC)

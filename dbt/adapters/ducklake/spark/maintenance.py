@@ -291,9 +291,15 @@ def delete_orphaned_files(
     cleanup_all: bool = False,
     dry_run: bool = False,
 ) -> list[str]:
-    """Delete Parquet files under the data path that the catalog does not track."""
+    """Delete the files under the data path that the catalog does not track: Parquet
+    files and dead writers' staging folders."""
     paths = lm.orphan_candidates(lake, older_than=older_than, cleanup_all=cleanup_all)
-    return _delete(spark, "delete_orphaned_files", paths, dry_run)
+    # judged before the files go: deleting them makes their folders look fresh
+    dead = lm.dead_staging(lake, paths, older_than=older_than, cleanup_all=cleanup_all)
+    deleted = _delete(spark, "delete_orphaned_files", paths, dry_run)
+    if not dry_run:
+        lm.remove_folders(dead)
+    return deleted
 
 
 def _delete(spark: SparkSession, what: str, paths: list[str], dry_run: bool) -> list[str]:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..lake.maintenance import STAGING_PREFIX
 from ..lake.models import Column
 from ..lake.types import is_decimal
 from .arrow import FooterTask, WriteOptions, file_facts, nan_from_footer
@@ -105,7 +106,7 @@ def write_native(
     for name, field_id in extra:
         fields.append(F.col(name).cast("bigint").alias(name, metadata={FIELD_ID: field_id}))
     out = data.select(*fields)
-    staging = f"{options.root}ducklake-write-{uuid.uuid4()}/"
+    staging = f"{options.root}{STAGING_PREFIX}{uuid.uuid4()}/"
     try:
         rows_per_file = _rows_per_file(out, columns, options, f"{staging[:-1]}-sample/")
         _parquet_writer(out, options, rows_per_file).parquet(staging)
