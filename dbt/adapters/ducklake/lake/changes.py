@@ -37,6 +37,17 @@ CHANGE_ORDER = (
 )
 KNOWN_KINDS = frozenset(CHANGE_ORDER) | {"flushed_inlined"}
 COMPACTION_KINDS = frozenset({"compacted_table", "merge_adjacent", "rewrite_delete"})
+# kinds whose value is a table or view id (dropped_schema's is a schema id)
+ENTRY_ID_KINDS = KNOWN_KINDS - {
+    "created_schema",
+    "dropped_schema",
+    "created_table",
+    "created_view",
+    "created_scalar_macro",
+    "created_table_macro",
+    "dropped_scalar_macro",
+    "dropped_table_macro",
+}
 
 
 def quote_name(name: str) -> str:
@@ -176,9 +187,13 @@ def check_conflicts(
         theirs = ChangeSet.of(snap.changes)
 
         def clash(what: str, change: str, snap: Snapshot = snap) -> CommitConflictError:
+            kind, _, value = change.partition(":")
+            # errors name tables as schema.table, never by id
+            entry = kind in ENTRY_ID_KINDS and value.isdigit()
+            shown = f"{kind} on {name_of(int(value))}" if entry else change
             return CommitConflictError(
                 f"commit conflict: {what} (snapshot {snap.snapshot_id} committed "
-                f"{change!s} after this transaction's base snapshot); nothing was committed",
+                f"{shown} after this transaction's base snapshot); nothing was committed",
                 snapshot_id=snap.snapshot_id,
                 change=change,
             )
