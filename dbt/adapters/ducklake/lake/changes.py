@@ -37,17 +37,12 @@ CHANGE_ORDER = (
 )
 KNOWN_KINDS = frozenset(CHANGE_ORDER) | {"flushed_inlined"}
 COMPACTION_KINDS = frozenset({"compacted_table", "merge_adjacent", "rewrite_delete"})
-# kinds whose value is a table or view id (dropped_schema's is a schema id)
-ENTRY_ID_KINDS = KNOWN_KINDS - {
-    "created_schema",
-    "dropped_schema",
-    "created_table",
-    "created_view",
-    "created_scalar_macro",
-    "created_table_macro",
-    "dropped_scalar_macro",
-    "dropped_table_macro",
-}
+# kinds whose value is a table or view id: schema ids, names and macros excepted
+ENTRY_ID_KINDS = frozenset(
+    k
+    for k in KNOWN_KINDS
+    if k != "dropped_schema" and not k.startswith("created_") and "macro" not in k
+)
 
 
 def quote_name(name: str) -> str:
