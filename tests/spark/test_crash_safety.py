@@ -164,6 +164,16 @@ class Twin:
             self.con.execute("DETACH lake")
 
 
+def _files_and_folders(root: str) -> set[str]:
+    return {os.path.join(d, n) for d, dirs, names in os.walk(root) for n in (*dirs, *names)}
+
+
+def _wait_for_new_file(root: str, known: set[str], writer: Writer) -> None:
+    """Until the writer creates a file or folder under `root`, or its step ends."""
+    while writer.lines.empty() and _files_and_folders(root) <= known:
+        time.sleep(0.005)
+
+
 def _files(root: str) -> set[str]:
     return {
         os.path.normpath(os.path.join(d, n)) for d, _dirs, names in os.walk(root) for n in names
@@ -184,6 +194,7 @@ def test_sigkill_leaves_the_last_commit(spark, catalog: Catalog, tmp_path: Path)
 
     number = len(calibration)
     landed: list[tuple[str, str]] = []  # (kind aimed at, kind interrupted)
+    mid_write: set[str] = set()  # kinds a kill has aimed at while they wrote files
     for attempt in range(1, KILLS + 1):
         missing = [k for k in KINDS if k not in {i for _, i in landed}]
         target = missing[0] if missing else rng.choice(KINDS)
@@ -198,8 +209,13 @@ def test_sigkill_leaves_the_last_commit(spark, catalog: Catalog, tmp_path: Path)
         aim = next(n for n, k in steps if k == target)
         while (line := writer.next_line()) != f"start {aim} {target}":
             assert line is not None, ("writer ended early", writer.seen)
-        # inside the step: its shortest run so far bounds the moment
-        time.sleep(rng.uniform(0, min(took[target]) * 0.95))
+        if target in DATA_KINDS and (target not in mid_write or rng.random() < 0.5):
+            # while files are being written: the moment the step's first file appears
+            mid_write.add(target)
+            _wait_for_new_file(catalog.data_path, _files_and_folders(catalog.data_path), writer)
+            time.sleep(rng.uniform(0, 0.05))
+        else:  # anywhere in the step: its shortest run so far bounds the moment
+            time.sleep(rng.uniform(0, min(took[target]) * 0.95))
         writer.kill()
         for kind, secs in writer.durations().items():
             took.setdefault(kind, []).append(secs)
@@ -227,6 +243,7 @@ def test_sigkill_leaves_the_last_commit(spark, catalog: Catalog, tmp_path: Path)
     assert debris, "no kill left files behind: the test did not reach a write"
     removed = sql.execute("CALL ducklake_delete_orphaned_files('lake', cleanup_all => true)")
     removed_paths = {os.path.normpath(r.path) for r in removed.collect()}  # type: ignore[union-attr]
+    print(f"{catalog.backend}: delete_orphaned_files removed {len(removed_paths)} files")
     after = _files(catalog.data_path)
     assert removed_paths <= debris
     assert after == referenced, sorted(after - referenced)[:5]
