@@ -522,13 +522,21 @@ def forget_scheduled(lake: Lake, files: Sequence[ScheduledFile]) -> None:
         )
 
 
-def orphan_candidates(lake: Lake, *, older_than: datetime | None, cleanup_all: bool) -> list[str]:
+@dataclass(frozen=True)
+class Orphans:
+    files: list[str]
+    # staging folders of writers that died (their files are all in `files`); removed
+    # after the files, whose deletion would make the folders look fresh
+    staging: list[str]
+
+
+def find_orphans(lake: Lake, *, older_than: datetime | None, cleanup_all: bool) -> Orphans:
     """Files under the data path the catalog does not know (not as data, delete or
     scheduled file), last modified before `older_than` (or any age with cleanup_all):
-    Parquet files, and anything inside a writer's staging folder."""
+    Parquet files, and anything inside a writer's staging folder. One listing."""
     older_than = _orphan_age(lake, older_than, cleanup_all)
     if older_than is None:
-        return []
+        return Orphans([], [])
     q = lake.qualified
     known: set[str] = set()
     with lake.connect() as conn:
@@ -545,36 +553,27 @@ def orphan_candidates(lake: Lake, *, older_than: datetime | None, cleanup_all: b
             )
         ).fetchall():
             known.add(os.path.normpath(absolute_path(lake, r.path, r.path_is_relative)))
-    found = []
+    found: list[str] = []
+    staging: set[str] = set()
+    holding: set[str] = set()  # staging folders with at least one file
+    kept: set[str] = set()  # staging folders with a file that stays (a live writer's)
     for directory, _dirs, names in os.walk(lake.data_path):
-        staging = _in_staging(lake, directory)
+        folder = _staging_folder(lake, directory)
+        if folder is not None:
+            staging.add(folder)
         for name in names:
-            if not (staging or name.endswith(".parquet")):
+            if folder is None and not name.endswith(".parquet"):
                 continue
             path = os.path.normpath(os.path.join(directory, name))
             if path not in known and _modified(path) < older_than:
                 found.append(path)
-    return sorted(found)
-
-
-def dead_staging(
-    lake: Lake, orphans: Sequence[str], *, older_than: datetime | None, cleanup_all: bool
-) -> list[str]:
-    """The staging folders of writers that died: every file in them is an orphan (an
-    empty folder counts by its own age). A live writer's folder has fresh files."""
-    older_than = _orphan_age(lake, older_than, cleanup_all)
-    if older_than is None:
-        return []
-    doomed = set(orphans)
-    dead = []
-    for directory, dirs, _names in os.walk(lake.data_path):
-        for name in [d for d in dirs if d.startswith(STAGING_PREFIX)]:
-            folder = os.path.join(directory, name)
-            files = [os.path.normpath(os.path.join(d, n)) for d, _, f in os.walk(folder) for n in f]
-            if all(f in doomed for f in files) and (files or _modified(folder) < older_than):
-                dead.append(folder)
-            dirs.remove(name)  # what is inside was just listed
-    return sorted(dead)
+            elif folder is not None:
+                kept.add(folder)
+            if folder is not None:
+                holding.add(folder)
+    # a folder whose files all go is dead; an empty one counts by its own age
+    dead = [f for f in staging - kept if f in holding or _modified(f) < older_than]
+    return Orphans(sorted(found), sorted(dead))
 
 
 def remove_folders(folders: Sequence[str]) -> None:
@@ -594,9 +593,13 @@ def _orphan_age(lake: Lake, older_than: datetime | None, cleanup_all: bool) -> d
     return older_than
 
 
-def _in_staging(lake: Lake, directory: str) -> bool:
-    relative = os.path.relpath(directory, lake.data_path)
-    return any(part.startswith(STAGING_PREFIX) for part in relative.split(os.sep))
+def _staging_folder(lake: Lake, directory: str) -> str | None:
+    """The outermost staging folder `directory` lies in, if any."""
+    parts = os.path.relpath(directory, lake.data_path).split(os.sep)
+    for depth, part in enumerate(parts):
+        if part.startswith(STAGING_PREFIX):
+            return os.path.normpath(os.path.join(lake.data_path, *parts[: depth + 1]))
+    return None
 
 
 def _modified(path: str) -> datetime:

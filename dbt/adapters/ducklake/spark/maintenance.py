@@ -293,12 +293,10 @@ def delete_orphaned_files(
 ) -> list[str]:
     """Delete the files under the data path that the catalog does not track: Parquet
     files and dead writers' staging folders."""
-    paths = lm.orphan_candidates(lake, older_than=older_than, cleanup_all=cleanup_all)
-    # judged before the files go: deleting them makes their folders look fresh
-    dead = lm.dead_staging(lake, paths, older_than=older_than, cleanup_all=cleanup_all)
-    deleted = _delete(spark, "delete_orphaned_files", paths, dry_run)
+    orphans = lm.find_orphans(lake, older_than=older_than, cleanup_all=cleanup_all)
+    deleted = _delete(spark, "delete_orphaned_files", orphans.files, dry_run)
     if not dry_run:
-        lm.remove_folders(dead)
+        lm.remove_folders(orphans.staging)
     return deleted
 
 
