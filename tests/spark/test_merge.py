@@ -4,11 +4,13 @@ multi-action clauses; a target row matched twice is an error that commits nothin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.lake.models import Column
-from dbt.adapters.ducklake.spark.engine import insert_into
+from dbt.adapters.ducklake.spark.engine import create_table_as, insert_into
 from dbt.adapters.ducklake.spark.merge import MergeError, When, _target_columns_used, merge_into
 from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
@@ -170,3 +172,38 @@ def test_the_target_scan_reads_only_the_columns_the_merge_uses() -> None:
     ]
     assert _target_columns_used("t.id = src.id", by_source, columns, "src") == ["id"]
     assert _target_columns_used("t.id = src.id", by_source, columns, "s") == ["id", "v", "n"]
+
+
+def test_a_row_matched_twice_leaves_no_delete_files_behind(spark, sqlite_catalog: Catalog) -> None:
+    """Delete files are written inside the job that finds the repeat: the files other
+    data files got are removed again, and the catalog is untouched."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(
+        lake,
+        "main",
+        "t",
+        spark.sql("SELECT id, concat('v', id) AS v, CAST(id % 5 AS INT) AS n FROM range(3000)")
+        .repartitionByRange(3, "id")
+        .sortWithinPartitions("id"),
+    )
+    with lake.catalog().session() as cat:
+        assert len(cat.table_state("main", "t").data_files) == 3
+
+    def on_disk() -> set[str]:
+        return {str(p) for p in Path(sqlite_catalog.data_path).rglob("*")}
+
+    before, last = on_disk(), lake.latest_snapshot()
+    # 100 updates in each file (over the inlining limit: delete files), one key twice
+    updates = "SELECT id * 10 AS id, 'x' AS v, 1 AS n FROM range(0, 300)"
+    source = spark.sql(updates + " UNION ALL SELECT 2990, 'y', 2")
+    with pytest.raises(MergeError, match="target row 2990 matches more than one source row"):
+        merge_into(spark, lake, "main", "t", source, "t.id = s.id", [When("matched", "update")])
+    assert lake.latest_snapshot() == last
+    assert on_disk() == before
+    # the same MERGE without the repeat commits, with a delete file per data file
+    merge_into(
+        spark, lake, "main", "t", spark.sql(updates), "t.id = s.id", [When("matched", "update")]
+    )
+    with lake.catalog().session() as cat:
+        files = cat.table_state("main", "t").data_files
+    assert sum(f.delete_file is not None for f in files) == 3

@@ -11,11 +11,12 @@ which keep their row ids.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,18 +25,23 @@ from ..lake.lake import Lake
 from ..lake.models import DataFile, Snapshot
 from ..lake.staged import DeleteFileSpec, StagedTable
 from ..lake.transaction import Transaction
-from .arrow import DeleteTarget, write_delete_file
+from .arrow import DeleteTarget
+from .delete_task import (
+    ENDED,
+    INLINE,
+    INLINED_ROWS,
+    REPEATED,
+    RESULT_SCHEMA,
+    WRITTEN,
+    FileFacts,
+    StageDeletesTask,
+)
 from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
 from .prune import Predicate
-from .scan import FILE_ID_COL, POS_COL, scan_table
+from .scan import FILE_ID_COL, POS_COL, ScanMetrics, scan_table
 from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
-
-_DELETE_RESULT = (
-    "fid bigint, path string, delete_count bigint, file_size bigint, footer_size bigint, "
-    "begin_snapshot bigint, partial_max bigint"
-)
 
 
 def _condition(condition: str | SparkColumn | None) -> SparkColumn:
@@ -51,11 +57,13 @@ def target_rows(
     schema: str,
     name: str,
     predicates: Sequence[Predicate] = (),
+    metrics: ScanMetrics | None = None,
 ) -> DataFrame:
     """The rows as of the transaction's base snapshot, with lineage and file positions,
     in the columns the transaction gives the table: a column the transaction added
     reads as NULL (DuckLake's rule for files written before it), so DML may follow
-    ADD/DROP COLUMN in one snapshot. `predicates` only prune files."""
+    ADD/DROP COLUMN in one snapshot. `predicates` only prune files; `metrics` gets the
+    files read, which `stage_deletes` needs."""
     table = tx.table(schema, name)
     base_names = {cid: c.name for cid, c in table.base_columns.items()}
     df = scan_table(
@@ -67,6 +75,7 @@ def target_rows(
         lineage=True,
         positions=True,
         predicates=predicates,
+        metrics=metrics,
     )
     for col in table.column_list():
         if col.column_id in base_names and base_names[col.column_id] != col.name:
@@ -94,8 +103,9 @@ def delete_where(
     own = tx is None
     tx = tx or begin(lake, commit)
     table = tx.table(schema, name)
-    victims = target_rows(spark, lake, tx, schema, name).where(_condition(condition))
-    stage_deletes(spark, lake, tx, table, victims)
+    scan = ScanMetrics()
+    victims = target_rows(spark, lake, tx, schema, name, metrics=scan)
+    stage_deletes(spark, lake, tx, table, victims.where(_condition(condition)), scan.file_ids)
     return finish(tx, own)
 
 
@@ -122,7 +132,9 @@ def update_where(
                 f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
                 f"{', '.join(c.name for c in columns)}"
             )
-    matched = target_rows(spark, lake, tx, schema, name).where(_condition(condition))
+    scan = ScanMetrics()
+    matched = target_rows(spark, lake, tx, schema, name, metrics=scan)
+    matched = matched.where(_condition(condition))
     matched = matched.persist()
     try:
         exprs = {
@@ -137,7 +149,7 @@ def update_where(
             ],
             F.col("rowid").alias("_ducklake_internal_row_id"),
         )
-        stage_deletes(spark, lake, tx, table, matched)
+        stage_deletes(spark, lake, tx, table, matched, scan.file_ids)
         stage_rows(lake, tx, table, new_rows, keep_row_ids=True)
         return finish(tx, own)
     finally:
@@ -150,117 +162,92 @@ def stage_deletes(
     tx: Transaction,
     table: StagedTable,
     victims: DataFrame,
+    scanned: Sequence[int],
     *,
     on_repeat: Callable[[int], Exception] | None = None,
 ) -> int:
-    """Stage the removal of `victims` (rows of a `positions=True` lineage scan).
+    """Stage the removal of `victims` (rows of a `positions=True` lineage scan that read
+    the data files `scanned`).
 
-    With `on_repeat` (MERGE, where a target row may meet several source rows) a row
-    listed twice raises `on_repeat(its row id)` before anything is staged; the check
-    rides on the per-file count instead of costing a query of its own.
+    One Spark job groups the victims by file and writes the delete files
+    (`StageDeletesTask`); the driver gets a row per touched file. With `on_repeat`
+    (MERGE, where a target row may meet several source rows) a row listed twice raises
+    `on_repeat(its row id)`, the files written are removed, and nothing is staged.
     """
     assert table.table_id is not None
-    keys = victims.select(
-        F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), F.col("rowid")
-    ).persist()
-    try:
-        limit = inlining_limit(lake, table)
-        # one small job: per touched file its count, and the ids of inlined rows removed
-        # (collect_list skips the NULLs every file row gives it)
-        rows, repeated = keys.withColumn("k", F.lit(1)), F.lit(None).cast("bigint")
-        if on_repeat is not None:
-            rows = keys.groupBy("fid", "pos", "rowid").agg(F.count("*").alias("k"))
-            repeated = F.max(F.when(F.col("k") > 1, F.col("rowid")))
-        summary = (
-            rows.groupBy("fid")
-            .agg(
-                F.sum("k").alias("n"),
-                F.collect_list(F.when(F.col("fid").isNull(), F.col("rowid"))).alias("rowids"),
-                repeated.alias("repeated"),
-            )
-            .collect()
-        )
-        twice = [r.repeated for r in summary if r.repeated is not None]
-        if twice and on_repeat is not None:
-            raise on_repeat(twice[0])
-        per_file = {r.fid: r.n for r in summary if r.fid is not None}
-        inlined = [i for r in summary if r.fid is None for i in r.rowids]
-        if inlined:
-            tx.delete_inlined_rows(table, inlined)
-        if not per_file:
-            return len(inlined)
-        info = tx.catalog.table_by_id(table.table_id)
-        files = {f.data_file_id: f for f in tx.catalog.data_files(info, only=per_file)}
-        already = _deleted_counts(files)
-        ended, small, large = [], [], []
-        for fid, n in per_file.items():
-            if n + already.get(fid, 0) >= files[fid].record_count:
-                ended.append(fid)
-            elif 0 < n <= limit:
-                small.append(fid)
-            else:
-                large.append(fid)
-        if ended:
-            tx.end_data_files(table, ended)
-        if small:
-            positions: dict[int, list[int]] = {}
-            for r in keys.where(F.col("fid").isin(small)).select("fid", "pos").collect():
-                positions.setdefault(r.fid, []).append(r.pos)  # at most `limit` per file
-            for fid, pos in sorted(positions.items()):
-                tx.delete_inlined_positions(table, fid, pos)
-        if large:
-            tx.add_delete_files(
-                table,
-                _write_delete_files(
-                    keys.where(F.col("fid").isin(large)),
-                    {fid: files[fid] for fid in large},
-                    tx,
-                    table,
-                    lake,
-                ),
-            )
-        log.info(
-            "%s: %s file(s) ended, %s with inlined deletes, %s with delete files, "
-            "%s inlined row(s) deleted",
-            table.qualified_name,
-            len(ended),
-            len(small),
-            len(large),
-            len(inlined),
-        )
-        return sum(per_file.values()) + len(inlined)
-    finally:
-        keys.unpersist()
-
-
-def _deleted_counts(files: dict[int, DataFile]) -> dict[int, int]:
-    """Rows already gone per data file, counting only its delete file: like DuckDB, a
-    file with inlined deletes is not ended but gets the rest of its rows as deletes
-    (DuckDB's change feed of an ended file does not apply inlined deletes)."""
-    return {fid: f.delete_file.delete_count for fid, f in files.items() if f.delete_file}
-
-
-def _write_delete_files(
-    keys: DataFrame, files: dict[int, DataFile], tx: Transaction, table: StagedTable, lake: Lake
-) -> list[DeleteFileSpec]:
-    targets = {
-        fid: DeleteTarget(
-            root=table.root,
-            data_file=f.path,
-            old_delete_file=f.delete_file.path if f.delete_file else None,
-            old_begin_snapshot=f.delete_file.begin_snapshot if f.delete_file else None,
-        )
-        for fid, f in files.items()
-    }
-    task = _DeleteTask(targets, tx.stamp_snapshot_id, write_options(lake, table).compression)
-    rows = (
-        keys.select("fid", "pos")
+    info = tx.catalog.table_by_id(table.table_id)
+    files = {f.data_file_id: f for f in tx.catalog.data_files(info, only=scanned)}
+    compression = write_options(lake, table).compression
+    task = StageDeletesTask(
+        {fid: _facts(f, table) for fid, f in files.items()},
+        inlining_limit(lake, table),
+        tx.stamp_snapshot_id,
+        compression,
+        check_repeats=on_repeat is not None,
+    )
+    outcomes = (
+        victims.select(F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), "rowid")
         .repartition(F.col("fid"))
         .sortWithinPartitions("fid", "pos")
-        .mapInArrow(task, _DELETE_RESULT)
-        .collect()  # one small row per delete file
+        .mapInArrow(task, RESULT_SCHEMA)
+        .collect()  # one small row per touched file
     )
-    return [delete_file_spec(r.fid, r.asDict()) for r in rows]
+    written = [r for r in outcomes if r.outcome == WRITTEN]
+    twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
+    if twice and on_repeat is not None:
+        for r in written:  # never registered: nobody else knows them
+            _remove(table.root + r.path)
+        raise on_repeat(twice[0])
+    inlined = sorted(i for r in outcomes if r.outcome == INLINED_ROWS for i in r.rowids)
+    if inlined:
+        tx.delete_inlined_rows(table, inlined)
+    by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
+    ended = [r.fid for r in by_file if r.outcome == ENDED]
+    if ended:
+        tx.end_data_files(table, ended)
+    for r in by_file:
+        if r.outcome == INLINE:
+            tx.delete_inlined_positions(table, r.fid, list(r.positions))
+    if written:
+        tx.add_delete_files(
+            table, [delete_file_spec(r.fid, r.asDict()) for r in sorted(written, key=_fid)]
+        )
+    log.info(
+        "%s: %s file(s) ended, %s with inlined deletes, %s with delete files, "
+        "%s inlined row(s) deleted",
+        table.qualified_name,
+        len(ended),
+        sum(r.outcome == INLINE for r in by_file),
+        len(written),
+        len(inlined),
+    )
+    return sum(r.n for r in by_file) + len(inlined)
+
+
+def _fid(row: Any) -> int:
+    return int(row.fid)
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+def _facts(f: DataFile, table: StagedTable) -> FileFacts:
+    """The task's view of a data file. Like DuckDB, only its delete file counts as rows
+    already gone: a file with inlined deletes is not ended but gets the rest of its rows
+    as deletes (DuckDB's change feed of an ended file does not apply inlined deletes)."""
+    old = f.delete_file
+    return FileFacts(
+        record_count=f.record_count,
+        already_deleted=old.delete_count if old else 0,
+        target=DeleteTarget(
+            root=table.root,
+            data_file=f.path,
+            old_delete_file=old.path if old else None,
+            old_begin_snapshot=old.begin_snapshot if old else None,
+        ),
+    )
 
 
 def delete_file_spec(data_file_id: int, facts: dict[str, Any]) -> DeleteFileSpec:
@@ -274,26 +261,3 @@ def delete_file_spec(data_file_id: int, facts: dict[str, Any]) -> DeleteFileSpec
         begin_snapshot=facts["begin_snapshot"],
         partial_max=facts["partial_max"],
     )
-
-
-class _DeleteTask:
-    """Picklable task: one delete file per data file id in this partition."""
-
-    def __init__(self, targets: dict[int, DeleteTarget], stamp: int, compression: str):
-        self.targets = targets
-        self.stamp = stamp
-        self.compression = compression
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        positions: dict[int, list[int]] = {}
-        for batch in batches:
-            fids = batch.column(0).to_pylist()
-            pos = batch.column(1).to_pylist()
-            for f, p in zip(fids, pos, strict=True):
-                positions.setdefault(f, []).append(p)
-        rows: list[dict[str, Any]] = []
-        for fid, pos_list in positions.items():
-            facts = write_delete_file(self.targets[fid], pos_list, self.stamp, self.compression)
-            rows.append({"fid": fid, **facts})
-        if rows:
-            yield pa.RecordBatch.from_pylist(rows)

@@ -25,7 +25,7 @@ from ..lake.transaction import Transaction
 from .dml import stage_deletes, target_rows
 from .engine import CommitInfo, begin, finish, stage_rows
 from .prune import Predicate
-from .scan import FILE_ID_COL, POS_COL
+from .scan import FILE_ID_COL, POS_COL, ScanMetrics
 from .types import spark_type
 
 KINDS = ("matched", "not_matched", "not_matched_by_source")
@@ -84,7 +84,8 @@ def merge_into(
     predicates = (
         _key_ranges(source, on, target_alias, source_alias, columns) if by_source_only else []
     )
-    target = target_rows(spark, lake, tx, schema, name, predicates=predicates)
+    scan = ScanMetrics()
+    target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
     # the scan reads only the target columns the statement can use: the ON keys and the
     # values updates keep (a dbt merge that sets every column reads just the keys)
     kept = _target_columns_used(on, clauses, columns, source_alias)
@@ -130,7 +131,7 @@ def merge_into(
 
         # every matched row is a victim (UPDATE and DELETE both remove it): a target row
         # matched twice shows up there twice
-        stage_deletes(spark, lake, tx, table, victims, on_repeat=repeated)
+        stage_deletes(spark, lake, tx, table, victims, scan.file_ids, on_repeat=repeated)
         updates = [i for i, c in enumerate(clauses) if c.action == "update"]
         if updates:
             moved = decided.where(F.col("__ducklake_clause").isin(updates)).select(
