@@ -7,11 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.lake.models import Column
 from dbt.adapters.ducklake.spark.engine import create_table_as, insert_into
-from dbt.adapters.ducklake.spark.merge import MergeError, When, _target_columns_used, merge_into
+from dbt.adapters.ducklake.spark.merge import (
+    MergeError,
+    When,
+    _costly,
+    _target_columns_used,
+    merge_into,
+)
 from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.canon import canon_rows
@@ -207,3 +214,12 @@ def test_a_row_matched_twice_leaves_no_delete_files_behind(spark, sqlite_catalog
     with lake.catalog().session() as cat:
         files = cat.table_state("main", "t").data_files
     assert sum(f.delete_file is not None for f in files) == 3
+
+
+def test_a_source_that_reads_files_or_shuffles_is_computed_once(spark, tmp_path) -> None:
+    """MERGE reads its source up to three times; one that reads files or shuffles (a dbt
+    model's query) is kept after the first, a constant one is simply recomputed."""
+    spark.range(100).write.parquet(str(tmp_path / "src"))
+    assert _costly(spark.read.parquet(str(tmp_path / "src")))
+    assert _costly(spark.range(100).groupBy((F.col("id") % 7).alias("k")).count())
+    assert not _costly(spark.sql("SELECT id, 'x' AS v FROM range(100)"))

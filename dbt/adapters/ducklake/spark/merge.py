@@ -76,14 +76,47 @@ def merge_into(
     """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
     own = tx is None
     tx = tx or begin(lake, commit)
+    # the source is read up to three times (key range, semi join, outer join): a query
+    # that reads files or shuffles (a dbt model's, usually) is computed once and kept
+    src = source.withColumn("__ducklake_s", F.lit(True))
+    if _costly(src):
+        src = src.persist()
+    try:
+        return _merge(
+            spark, lake, tx, own, (schema, name), src, on, clauses, target_alias, source_alias
+        )
+    finally:
+        src.unpersist()
+
+
+def _costly(df: DataFrame) -> bool:
+    """Whether computing `df` again costs more than keeping it: its plan reads files or
+    shuffles. Unknown (Spark Connect): yes."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return True
+    plan = jdf.queryExecution().executedPlan().toString()
+    return "FileScan" in plan or "Exchange" in plan
+
+
+def _merge(
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    own: bool,
+    qualified: tuple[str, str],
+    src: DataFrame,
+    on: str,
+    clauses: Sequence[When],
+    target_alias: str,
+    source_alias: str,
+) -> Snapshot | None:
+    schema, name = qualified
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
-    src = source.withColumn("__ducklake_s", F.lit(True))
     by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
-    predicates = (
-        _key_ranges(source, on, target_alias, source_alias, columns) if by_source_only else []
-    )
+    predicates = _key_ranges(src, on, target_alias, source_alias, columns) if by_source_only else []
     scan = ScanMetrics()
     target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
     # the scan reads only the target columns the statement can use: the ON keys and the
