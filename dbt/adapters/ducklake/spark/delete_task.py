@@ -20,13 +20,6 @@ import pyarrow.compute as pc
 
 from .arrow import DeleteTarget, write_delete_file
 
-# one row per touched data file (fid set) and one for rows of the inlined table (fid NULL)
-RESULT_SCHEMA = (
-    "fid bigint, outcome string, n bigint, repeated bigint, positions array<bigint>, "
-    "rowids array<bigint>, path string, delete_count bigint, file_size bigint, "
-    "footer_size bigint, begin_snapshot bigint, partial_max bigint"
-)
-
 ENDED, INLINE, WRITTEN, INLINED_ROWS, REPEATED = "ended", "inline", "written", "rows", "repeated"
 
 
@@ -111,6 +104,7 @@ class StageDeletesTask:
         return {"fid": fid, "outcome": WRITTEN, "n": n, **written}
 
 
+# one row per touched data file (fid set) and one for rows of the inlined table (fid NULL)
 _ARROW_RESULT = pa.schema(
     [
         ("fid", pa.int64()),
@@ -127,3 +121,6 @@ _ARROW_RESULT = pa.schema(
         ("partial_max", pa.int64()),
     ]
 )
+_DDL = {pa.int64(): "bigint", pa.string(): "string", pa.list_(pa.int64()): "array<bigint>"}
+# the same schema as Spark's mapInArrow takes it
+RESULT_SCHEMA = ", ".join(f"{f.name} {_DDL[f.type]}" for f in _ARROW_RESULT)

@@ -105,7 +105,7 @@ def delete_where(
     table = tx.table(schema, name)
     scan = ScanMetrics()
     victims = target_rows(spark, lake, tx, schema, name, metrics=scan)
-    stage_deletes(spark, lake, tx, table, victims.where(_condition(condition)), scan.file_ids)
+    stage_deletes(spark, lake, tx, table, victims.where(_condition(condition)), scan.files)
     return finish(tx, own)
 
 
@@ -149,7 +149,7 @@ def update_where(
             ],
             F.col("rowid").alias("_ducklake_internal_row_id"),
         )
-        stage_deletes(spark, lake, tx, table, matched, scan.file_ids)
+        stage_deletes(spark, lake, tx, table, matched, scan.files)
         stage_rows(lake, tx, table, new_rows, keep_row_ids=True)
         return finish(tx, own)
     finally:
@@ -162,7 +162,7 @@ def stage_deletes(
     tx: Transaction,
     table: StagedTable,
     victims: DataFrame,
-    scanned: Sequence[int],
+    scanned: Sequence[DataFile],
     *,
     on_repeat: Callable[[int], Exception] | None = None,
 ) -> int:
@@ -175,11 +175,9 @@ def stage_deletes(
     `on_repeat(its row id)`, the files written are removed, and nothing is staged.
     """
     assert table.table_id is not None
-    info = tx.catalog.table_by_id(table.table_id)
-    files = {f.data_file_id: f for f in tx.catalog.data_files(info, only=scanned)}
     compression = write_options(lake, table).compression
     task = StageDeletesTask(
-        {fid: _facts(f, table) for fid, f in files.items()},
+        {f.data_file_id: _facts(f, table) for f in scanned},
         inlining_limit(lake, table),
         tx.stamp_snapshot_id,
         compression,
@@ -192,7 +190,8 @@ def stage_deletes(
         .mapInArrow(task, RESULT_SCHEMA)
         .collect()  # one small row per touched file
     )
-    written = [r for r in outcomes if r.outcome == WRITTEN]
+    by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
+    written = [r for r in by_file if r.outcome == WRITTEN]
     twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
     if twice and on_repeat is not None:
         for r in written:  # never registered: nobody else knows them
@@ -201,7 +200,6 @@ def stage_deletes(
     inlined = sorted(i for r in outcomes if r.outcome == INLINED_ROWS for i in r.rowids)
     if inlined:
         tx.delete_inlined_rows(table, inlined)
-    by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
     ended = [r.fid for r in by_file if r.outcome == ENDED]
     if ended:
         tx.end_data_files(table, ended)
@@ -209,9 +207,7 @@ def stage_deletes(
         if r.outcome == INLINE:
             tx.delete_inlined_positions(table, r.fid, list(r.positions))
     if written:
-        tx.add_delete_files(
-            table, [delete_file_spec(r.fid, r.asDict()) for r in sorted(written, key=_fid)]
-        )
+        tx.add_delete_files(table, [delete_file_spec(r.fid, r.asDict()) for r in written])
     log.info(
         "%s: %s file(s) ended, %s with inlined deletes, %s with delete files, "
         "%s inlined row(s) deleted",
@@ -222,10 +218,6 @@ def stage_deletes(
         len(inlined),
     )
     return sum(r.n for r in by_file) + len(inlined)
-
-
-def _fid(row: Any) -> int:
-    return int(row.fid)
 
 
 def _remove(path: str) -> None:

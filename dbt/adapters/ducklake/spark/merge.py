@@ -164,7 +164,7 @@ def _merge(
 
         # every matched row is a victim (UPDATE and DELETE both remove it): a target row
         # matched twice shows up there twice
-        stage_deletes(spark, lake, tx, table, victims, scan.file_ids, on_repeat=repeated)
+        stage_deletes(spark, lake, tx, table, victims, scan.files, on_repeat=repeated)
         updates = [i for i, c in enumerate(clauses) if c.action == "update"]
         if updates:
             moved = decided.where(F.col("__ducklake_clause").isin(updates)).select(

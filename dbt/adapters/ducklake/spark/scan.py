@@ -60,7 +60,7 @@ class ScanMetrics:
     inlined_rows: int = 0
     rows_read: int = 0  # rows of the data files read (before deletes) plus inlined rows
     pruned_by: list[str] = field(default_factory=list)
-    file_ids: list[int] = field(default_factory=list)  # the data files the scan reads
+    files: list[DataFile] = field(default_factory=list)  # the data files the scan reads
 
 
 # Characters Hadoop's Path keeps as they are in the URI Spark reports as
@@ -226,7 +226,7 @@ def _plan(
         if may_match(f, columns, file_stats.get(f.data_file_id), partition, predicates)
     ]
     metrics.files_read = len(kept)
-    metrics.file_ids = [f.data_file_id for f in kept]
+    metrics.files = kept
     metrics.inlined_rows = len(inlined)
     metrics.rows_read = sum(f.record_count for f in kept) + len(inlined)
     if predicates:
