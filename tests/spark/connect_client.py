@@ -1,4 +1,4 @@
-"""Run inside a subprocess: scan and write a lake table through Spark Connect."""
+"""Run inside a subprocess: scan, write and MERGE into lake tables through Spark Connect."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as, insert_into
+from dbt.adapters.ducklake.spark.merge import When, merge_into
 from dbt.adapters.ducklake.spark.scan import scan_table
 from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
 
@@ -26,12 +27,23 @@ def main(remote: str, metadata: str, data_path: str) -> None:
     )
     insert_into(lake, "main", "from_duck", spark.range(1000, 1020).selectExpr("id", "'s' || id"))
     rows = scan_table(spark, lake, "main", "from_duck", lineage=True).orderBy("id").collect()
+    merge_into(
+        spark,
+        lake,
+        "main",
+        "from_duck",
+        spark.range(1015, 1025).selectExpr("id", "'m' || id AS v"),
+        "t.id = s.id",
+        [When("matched", "update", values={"v": "s.v"}), When("not_matched", "insert")],
+    )
+    merged = scan_table(spark, lake, "main", "from_duck").where("id >= 1010").orderBy("id")
     print(
         json.dumps(
             {
                 "scanned": [[r.id, r.v] for r in rows],
                 "rowids": sorted(r.rowid for r in rows),
                 "count": scan_table(spark, lake, "main", "via_connect").count(),
+                "merged": [[r.id, r.v] for r in merged.collect()],
             }
         )
     )

@@ -106,11 +106,14 @@ def test_scan_and_write_through_spark_connect(connect_server: str, sqlite_catalo
     assert result["count"] == 200
     assert [r[0] for r in result["scanned"]] == list(range(5, 30)) + list(range(1000, 1020))
     assert result["rowids"][:3] == [5, 6, 7]  # DuckDB's row ids survive
+    assert result["merged"] == [[i, f"s{i}"] for i in range(1010, 1015)] + [
+        [i, f"m{i}"] for i in range(1015, 1025)
+    ]
     con = duck.connect()
     duck.attach(con, sqlite_catalog.duckdb_attach)
     assert con.execute("SELECT count(*), sum(st.a) FROM lake.main.via_connect").fetchone() == (
         200,
         19900,
     )
-    assert con.execute("SELECT count(*) FROM lake.main.from_duck").fetchone() == (45,)
+    assert con.execute("SELECT count(*) FROM lake.main.from_duck").fetchone() == (50,)
     con.close()

@@ -127,7 +127,7 @@ def _merge(
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so the outer join below and
         # the persisted result hold changed rows, not the table
-        target = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "left_semi")
+        target = _matching(spark, target, src, on, target_alias, source_alias)
     target = target.withColumn("__ducklake_t", F.lit(True))
     joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
     t_in = F.col("__ducklake_t").isNotNull()
@@ -185,6 +185,25 @@ def _merge(
         return finish(tx, own)
     finally:
         decided.unpersist()
+
+
+def _matching(
+    spark: SparkSession, target: DataFrame, src: DataFrame, on: str, t: str, s: str
+) -> DataFrame:
+    """Target rows that some source row matches, asked as `WHERE EXISTS`: the optimizer
+    moves that filter (it would not move a semi join) below the scan's per-file columns,
+    so only the matching rows look up their file, row id and position."""
+    escaped = on.replace("{", "{{").replace("}", "}}")
+    return spark.sql(
+        f"SELECT * FROM {{target}} AS {_quoted(t)} WHERE EXISTS "
+        f"(SELECT 1 FROM {{source}} AS {_quoted(s)} WHERE {escaped})",
+        target=target,
+        source=src,
+    )
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 _KEY_EQUALITY = re.compile(r"^\s*`?(\w+)`?\.`?(\w+)`?\s*=\s*`?(\w+)`?\.`?(\w+)`?\s*$")

@@ -427,8 +427,10 @@ def _read_per_file(
         data = _apply_defaults(data, files, file_stats, defaults)
     deletes = None
     if snap is not None:
-        # partial files hold rows of several snapshots; keep those visible at `snap`
-        data = data.where(F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap)))
+        if any(f.partial_max is not None and f.partial_max > snap for f in files):
+            # a partial file holds rows of several snapshots; keep those visible at `snap`
+            visible = F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap))
+            data = data.where(visible)
         deletes = _deletes(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
         deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
