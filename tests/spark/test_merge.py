@@ -223,3 +223,47 @@ def test_a_source_that_reads_files_or_shuffles_is_computed_once(spark, tmp_path)
     assert _costly(spark.read.parquet(str(tmp_path / "src")))
     assert _costly(spark.range(100).groupBy((F.col("id") % 7).alias("k")).count())
     assert not _costly(spark.sql("SELECT id, 'x' AS v FROM range(100)"))
+
+
+def test_a_small_merge_writes_one_file_per_kind(spark, sqlite_catalog: Catalog) -> None:
+    """Each write task makes its own files: the updated and the inserted rows of a small
+    MERGE are written by one task each, not one per shuffle partition."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(
+        lake,
+        "main",
+        "t",
+        spark.sql("SELECT id, concat('v', id) AS v FROM range(3000)").repartitionByRange(3, "id"),
+    )
+    source = spark.sql(
+        "SELECT id * 20 AS id, 'x' AS v FROM range(150) "
+        "UNION ALL SELECT 5000 + id, 'new' FROM range(150)"
+    )
+    # the shuffle's partitions stay as many as configured (2), as they would at scale
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        snap = merge_into(
+            spark,
+            lake,
+            "main",
+            "t",
+            source,
+            "t.id = s.id",
+            [When("matched", "update"), When("not_matched", "insert")],
+        )
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    assert snap is not None
+    with lake.catalog().session() as cat:
+        files = cat.table_state("main", "t").data_files
+    added = [f for f in files if f.begin_snapshot == snap.snapshot_id]
+    assert sorted(f.record_count for f in added) == [150, 150]
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    assert con.execute(
+        "SELECT count(*), count(*) FILTER (v = 'x') FROM lake.main.t"
+    ).fetchone() == (
+        3150,
+        150,
+    )
+    con.close()

@@ -150,7 +150,7 @@ def update_where(
             F.col("rowid").alias("_ducklake_internal_row_id"),
         )
         stage_deletes(spark, lake, tx, table, matched, scan.files)
-        stage_rows(lake, tx, table, new_rows, keep_row_ids=True)
+        stage_rows(lake, tx, table, new_rows, keep_row_ids=True, packed=True)
         return finish(tx, own)
     finally:
         matched.unpersist()

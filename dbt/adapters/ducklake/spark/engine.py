@@ -90,6 +90,7 @@ def stage_rows(
     *,
     keep_row_ids: bool = False,
     write_first: bool | None = None,
+    packed: bool = False,
 ) -> None:
     """Stage `df` as inlined rows when small enough, else as data files Spark writes.
 
@@ -99,9 +100,29 @@ def stage_rows(
     written at once and its files read back and dropped if it turns out small.
     `write_first` skips that question (planning to answer it costs about 50 ms): MERGE
     passes True for its persisted result, where the LIMIT would be one more job.
+    `packed` (`df` reads a persisted result already computed, whose size Spark then
+    knows) writes it in as few tasks as that size needs.
     """
+    if packed:
+        df = _packed(df, write_options(lake, table).target_file_size)
     with not_null_errors():
         _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids, write_first)
+
+
+# a small result is written by one task per this many bytes (in memory) at most
+_BYTES_PER_TASK = 64 * 1024 * 1024
+
+
+def _packed(df: DataFrame, target_file_size: int) -> DataFrame:
+    """`df` coalesced to the tasks its size needs. Each task writes its own files, so a
+    1% MERGE spread over the shuffle's partitions left a small file per partition and
+    kind (8 instead of 2). Big results keep their parallelism."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:  # Spark Connect: no size to go by
+        return df
+    size = int(str(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    tasks = -(-size // min(target_file_size, _BYTES_PER_TASK))
+    return df.coalesce(max(1, tasks)) if tasks < 1 << 20 else df
 
 
 def _stage_rows(

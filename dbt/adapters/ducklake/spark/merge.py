@@ -173,7 +173,7 @@ def _merge(
                 ),
                 F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"),
             )
-            stage_rows(lake, tx, table, moved, keep_row_ids=True, write_first=True)
+            stage_rows(lake, tx, table, moved, keep_row_ids=True, write_first=True, packed=True)
         inserts = [i for i, c in enumerate(clauses) if c.action == "insert"]
         if inserts:
             new = decided.where(F.col("__ducklake_clause").isin(inserts)).select(
@@ -181,7 +181,7 @@ def _merge(
                     clauses, inserts, columns, names, target_alias, source_alias, keep_target=False
                 )
             )
-            stage_rows(lake, tx, table, new, write_first=True)
+            stage_rows(lake, tx, table, new, write_first=True, packed=True)
         return finish(tx, own)
     finally:
         decided.unpersist()
