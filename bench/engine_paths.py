@@ -139,8 +139,9 @@ def main() -> None:
 
             times = interleaved({"ours": lake_scan, "raw": raw_scan}, repeat)
             ours, raw = times["ours"], times["raw"]
+            scan_ratio = ours / raw  # `raw` is measured again below, beside the deletes
             print(f"scan   ours scan_table     {ours:7.2f} s   raw spark.read.parquet {raw:7.2f} s")
-            print(f"scan   ratio {ours / raw:.2f}")
+            print(f"scan   ratio {scan_ratio:.2f}")
             LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id % 10 = 3")
             times = interleaved({"ours": lake_scan, "raw": raw_scan}, repeat)
             deleted, raw = times["ours"], times["raw"]
@@ -168,7 +169,7 @@ def main() -> None:
             record(
                 "scan",
                 f"group-by over {rows:,} rows vs spark.read.parquet",
-                ours / raw,
+                scan_ratio,
                 "x",
                 "<= 1.10",
             )
