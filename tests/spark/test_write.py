@@ -15,7 +15,7 @@ from dbt.adapters.ducklake.lake import ColumnSpec, Lake
 from dbt.adapters.ducklake.spark.engine import CommitInfo, create_table_as, insert_into
 from dbt.adapters.ducklake.spark.prune import Predicate
 from dbt.adapters.ducklake.spark.scan import ScanMetrics, scan_table
-from dbt.adapters.ducklake.spark.write import bucket
+from dbt.adapters.ducklake.spark.write_task import bucket
 from tests import duck
 from tests.conftest import Catalog
 
@@ -72,7 +72,7 @@ def test_partitions_match_duckdbs_transforms_and_layout(spark, sqlite_catalog: C
 
 def test_bucket_matches_iceberg_reference_values() -> None:
     # Iceberg spec examples: murmur3 of 34 -> 2017239379, of "iceberg" -> 1210000089
-    from dbt.adapters.ducklake.spark.write import murmur3_32
+    from dbt.adapters.ducklake.spark.write_task import murmur3_32
 
     assert murmur3_32((34).to_bytes(8, "little")) == 2017239379
     assert murmur3_32(b"iceberg") == 1210000089

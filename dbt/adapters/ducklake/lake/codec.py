@@ -13,11 +13,13 @@ import math
 import uuid
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .connect import Backend
 from .models import Column
 from .types import FLOAT_TYPES, INTEGER_TYPES, WIDE_INTEGER_TYPES, is_decimal
+
+if TYPE_CHECKING:
+    from .connect import Backend  # SQLAlchemy: not on executors, which import this module
 
 # ---------------------------------------------------------------------------------------
 # Catalog timestamps

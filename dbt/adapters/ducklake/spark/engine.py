@@ -28,7 +28,8 @@ from ..lake.types import ColumnSpec
 from .arrow import WriteOptions
 from .scan import read_back
 from .types import ducklake_spec, python_rows, spark_type
-from .write import partition_key, partition_plan, time_part, write_data_files
+from .write import partition_plan, write_data_files
+from .write_task import partition_key, time_part
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 

@@ -10,15 +10,13 @@ DuckDB's order.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -32,6 +30,7 @@ from ..lake.transaction import Transaction
 from .arrow import DeleteTarget, write_delete_file
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
+from .remove_task import remove_paths
 from .scan import local_path, read_files, read_parquet, spark_rows
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 from .write import write_data_files
@@ -374,15 +373,5 @@ def remove_files(spark: SparkSession, paths: Sequence[str]) -> int:
         return 0
     frame = spark.createDataFrame([(p,) for p in paths], "path string")
     parts = max(1, min(len(paths) // 256 + 1, 16))
-    done = frame.repartition(parts).mapInArrow(_remove_batch, "removed long").collect()
+    done = frame.repartition(parts).mapInArrow(remove_paths, "removed long").collect()
     return sum(r.removed for r in done)
-
-
-def _remove_batch(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    removed = 0
-    for batch in batches:
-        for path in batch.column(0).to_pylist():
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-            removed += 1
-    yield pa.RecordBatch.from_pylist([{"removed": removed}])
