@@ -11,9 +11,7 @@ which keep their row ids.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +36,7 @@ from .delete_task import (
 )
 from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
 from .prune import Predicate
+from .remove_task import remove_path
 from .scan import FILE_ID_COL, POS_COL, ScanMetrics, scan_table
 from .types import spark_type
 
@@ -195,7 +194,7 @@ def stage_deletes(
     twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
     if twice and on_repeat is not None:
         for r in written:  # never registered: nobody else knows them
-            _remove(table.root + r.path)
+            remove_path(table.root + r.path)
         raise on_repeat(twice[0])
     inlined = sorted(i for r in outcomes if r.outcome == INLINED_ROWS for i in r.rowids)
     if inlined:
@@ -218,11 +217,6 @@ def stage_deletes(
         len(inlined),
     )
     return sum(r.n for r in by_file) + len(inlined)
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
 
 
 def _facts(f: DataFile, table: StagedTable) -> FileFacts:

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from ..lake.lake import Lake
 from ..lake.models import Column, Snapshot
-from ..lake.options import parse_size
+from ..lake.options import parse_size, resolve_option
 from ..lake.staged import StagedTable
 from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec
@@ -57,9 +57,11 @@ def finish(tx: Transaction, own: bool) -> Snapshot | None:
 
 
 def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
+    rows = lake.options()  # one catalog query for the four options
+
     def opt(key: str, default: str | None = None) -> str | None:
-        return lake.option(
-            key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
+        return resolve_option(
+            rows, key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
         )
 
     level = opt("parquet_compression_level")
@@ -104,10 +106,8 @@ def stage_rows(
     `packed` (`df` reads a persisted result already computed, whose size Spark then
     knows) writes it in as few tasks as that size needs.
     """
-    if packed:
-        df = _packed(df, write_options(lake, table).target_file_size)
     with not_null_errors():
-        _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids, write_first)
+        _stage_rows(lake, tx, table, guard_not_null(df, table), keep_row_ids, write_first, packed)
 
 
 # a small result is written by one task per this many bytes (in memory) at most
@@ -133,6 +133,7 @@ def _stage_rows(
     df: DataFrame,
     keep_row_ids: bool,
     write_first: bool | None,
+    packed: bool,
 ) -> None:
     limit = inlining_limit(lake, table)
     write_first = limit > 0 and (write_first if write_first is not None else _shuffles(df))
@@ -147,7 +148,7 @@ def _stage_rows(
     sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
     options = replace(write_options(lake, table), bytes_per_row=_bytes_per_row(tx, table))
     files = write_data_files(
-        df,
+        _packed(df, options.target_file_size) if packed else df,
         table,
         options,
         partition=table.current_partition(),

@@ -15,7 +15,12 @@ def remove_paths(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     removed = 0
     for batch in batches:
         for path in batch.column(0).to_pylist():
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
+            remove_path(path)
             removed += 1
     yield pa.RecordBatch.from_pylist([{"removed": removed}])
+
+
+def remove_path(path: str) -> None:
+    """Remove a file; one already gone counts as removed."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
