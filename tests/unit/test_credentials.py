@@ -93,3 +93,19 @@ def test_secret_conf_keys_follow_sparks_redaction_pattern() -> None:
     )
     assert set(secrets.values) == {"p4ss", "t0ken"}
     assert secrets.mask("partitions 200") == "partitions 200"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [{"spark_master": "spark://10.0.0.5:7077"}, {"spark_remote": "sc://10.0.0.5:15002"}],
+)
+def test_a_relative_data_path_is_refused_when_executors_run_elsewhere(where: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(DbtConfigError, match=r"relative path.*must reach the same files"):
+        DucklakeCredentials.from_dict({**BASE, **where, "data_path": "lake/data"})
+    for shared in ("/mnt/shared/lake", "s3://bucket/lake", "~/lake"):
+        DucklakeCredentials.from_dict({**BASE, **where, "data_path": shared})
+
+
+@pytest.mark.parametrize("master", [None, "local", "local[2]", "local-cluster[2,1,1024]"])
+def test_a_relative_data_path_is_fine_on_this_machine(master: str | None) -> None:
+    DucklakeCredentials.from_dict({**BASE, "spark_master": master, "data_path": "lake/data"})

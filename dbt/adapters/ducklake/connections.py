@@ -115,6 +115,8 @@ class LakeHandle:
                 data_path=credentials.data_path,
                 metadata_schema=credentials.metadata_schema,
             )
+        # a lake created elsewhere (DuckDB) may store a relative data path
+        credentials.require_shared(self.lake.data_path, "the lake's stored data_path")
         self.spark = get_session(
             replace(credentials.session_config(), console_log=_spark_console_log())
         )

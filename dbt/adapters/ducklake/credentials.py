@@ -4,6 +4,7 @@ a typo fails `dbt debug` with the field's name instead of a Spark stack trace.""
 from __future__ import annotations
 
 import getpass
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from .lake.connect import parse_metadata
 from .lake.errors import LakeError
 from .lake.secrets import Secrets
 from .spark.session import SessionConfig
+from .spark.shipping import is_local_master
 
 
 @dataclass
@@ -80,8 +82,31 @@ class DucklakeCredentials(Credentials):
             self.session_config().validate()
         except ValueError as exc:
             raise DbtConfigError(f"ducklake profile: {exc}") from exc
+        if self.data_path:
+            self.require_shared(self.data_path, "data_path")
         if self.author is None:
             self.author = _os_user()
+
+    @property
+    def runs_on_this_machine(self) -> bool:
+        return not self.spark_remote and is_local_master(self.spark_master)
+
+    def require_shared(self, data_path: str, source: str) -> None:
+        """Executors of a cluster or a Connect server resolve a relative path against
+        their own working directory, so they would write files the catalog never finds."""
+        if self.runs_on_this_machine or "://" in data_path:
+            return
+        if not os.path.isabs(os.path.expanduser(data_path)):
+            where = (
+                f"spark_remote {self.spark_remote}"
+                if self.spark_remote
+                else (f"spark_master {self.spark_master}")
+            )
+            raise DbtConfigError(
+                f"ducklake profile: {source} {data_path!r} is a relative path, but {where} "
+                "runs executors elsewhere: they must reach the same files, so give an "
+                "absolute path on storage every executor mounts, or an object store URL"
+            )
 
     def session_config(self) -> SessionConfig:
         master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"

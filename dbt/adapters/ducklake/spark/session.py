@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import Mapping
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
+
+from .shipping import is_local_master, ship_engine
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -85,9 +88,12 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
-        if not config.remote and "spark.pyspark.python" not in config.conf:
-            # Python workers (which write files) must see this interpreter's packages
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        local = not config.remote and is_local_master(config.master)
+        python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
+        if python:
+            os.environ["PYSPARK_PYTHON"] = python
+        if not local:
+            check_reachable(config.remote or config.master or "")
         settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
@@ -107,14 +113,68 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
             builder = builder.config(key, value)
         if config.console_log:
             _quiet_python_error_loggers()
-        _session = builder.getOrCreate()
-        _session_config = config
+        session = builder.getOrCreate()
         if config.remote:
             # Spark Connect sessions take SQL configs at runtime
             for key, value in REQUIRED_CONF.items():
-                _session.conf.set(key, value)
+                session.conf.set(key, value)
+        if not local:
+            ship_engine(session, connect=bool(config.remote))
+        _session, _session_config = session, config
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
+
+
+def executors_python(config: SessionConfig, environment: str | None) -> str | None:
+    """The interpreter Python tasks run, for `PYSPARK_PYTHON` (pyspark reads only the
+    environment, not `spark.pyspark.python`, when this process starts the driver).
+
+    The profile's `spark.pyspark.python` wins; local executors run this interpreter,
+    which has the adapter installed; a cluster's executors keep their own Python and
+    get the engine shipped; a Connect server decides for its own workers.
+    """
+    if config.remote:
+        return None
+    chosen = config.conf.get("spark.pyspark.python")
+    if chosen:
+        return str(chosen)
+    if is_local_master(config.master):
+        return environment or sys.executable
+    return None
+
+
+_CONNECT_TIMEOUT_S = 10.0
+_DEFAULT_PORTS = {"spark": 7077, "sc": 15002}
+
+
+def check_reachable(url: str, timeout_s: float = _CONNECT_TIMEOUT_S) -> None:
+    """Fail fast when a cluster master or Connect server does not answer.
+
+    Spark itself retries an unreachable standalone master for minutes (and then leaves
+    a context without executors), and the Connect client backs off for as long, so
+    the user would see a hang instead of the URL they mistyped.
+    """
+    scheme, _, rest = url.partition("://")
+    if scheme not in _DEFAULT_PORTS:
+        return  # yarn, k8s:// and others are reached through their own clients
+    # sc://host:port/;token=… : what follows the authority may hold secrets
+    authority = rest.split("/", 1)[0].split(";", 1)[0]
+    shown = f"{scheme}://{authority}"
+    failures = []
+    for hostport in authority.split(","):  # spark://a:7077,b:7077 lists standby masters
+        host, _, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+        address = (host.strip("[]") or hostport, int(port or _DEFAULT_PORTS[scheme]))
+        try:
+            with socket.create_connection(address, timeout=timeout_s):
+                return
+        except OSError as exc:
+            failures.append(f"{address[0]}:{address[1]}: {exc.strerror or exc}")
+    what = "Spark Connect server" if scheme == "sc" else "Spark master"
+    raise ConnectionError(
+        f"{what} {shown} is not reachable ({'; '.join(failures)}); "
+        f"check spark_{'remote' if scheme == 'sc' else 'master'} in the profile "
+        "and that the cluster is up"
+    )
 
 
 def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
