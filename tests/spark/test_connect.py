@@ -4,79 +4,26 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
-import pyspark
 import pytest
 
 from tests import duck
+from tests.cluster.servers import start_connect
 from tests.conftest import Catalog
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    port = _free_port()
-    home = os.path.dirname(pyspark.__file__)
-    log = open(tmp_path_factory.mktemp("connect") / "server.log", "w")  # noqa: SIM115
-    env = {
-        **os.environ,
-        "SPARK_HOME": home,
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "TZ": "UTC",
-    }
-    server = subprocess.Popen(
-        [
-            os.path.join(home, "bin", "spark-submit"),
-            "--class",
-            "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--master",
-            "local[2]",
-            "--conf",
-            f"spark.connect.grpc.binding.port={port}",
-            "--conf",
-            "spark.connect.grpc.binding.address=127.0.0.1",
-            "--conf",
-            "spark.sql.shuffle.partitions=2",
-            "--conf",
-            "spark.ui.enabled=false",
-            "--conf",
-            "spark.sql.session.timeZone=UTC",
-            "spark-internal",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
+    # the driver's interpreter for the server's Python workers; tests/cluster runs
+    # workers that have only pyspark[sql]
+    server = start_connect(tmp_path_factory.mktemp("connect"), sys.executable)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if server.poll() is not None:
-                raise RuntimeError(f"Spark Connect server exited; see {log.name}")
-            time.sleep(0.5)
-        else:
-            raise RuntimeError(f"Spark Connect server did not listen on {port}; see {log.name}")
-        yield f"sc://127.0.0.1:{port}"
+        yield server.url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        server.stop()
 
 
 def test_scan_and_write_through_spark_connect(connect_server: str, sqlite_catalog: Catalog) -> None:
