@@ -71,9 +71,9 @@ def test_sample_project_builds_and_matches_local(  # type: ignore[no-untyped-def
     local, nodes = local_sample
     project = make_project(SAMPLE, tmp_path / "sample", "shop", target("shop"))
     run = project.build()
-    assert len(run.results) == nodes == 18  # seeds, models, snapshots and tests all passed
+    assert len(run.results) == nodes == 22  # seeds, models, snapshots and tests all passed
     compared = assert_same_lakes(local.duckdb_attach, project.duckdb_attach)
-    assert len(compared) == 9, compared
+    assert len(compared) == 10, compared
 
 
 def test_steps_on_executors_without_the_adapter_match_local(  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ RELATIONS = [
     "shop.customer_revenue",
     "shop.orders_incremental",
     "shop.daily_revenue",
+    "shop.customer_segments",
     "shop_history.customers_snapshot",
     "shop_history.orders_history",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterConfig, ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.sql import SQLAdapter
 from dbt.artifacts.schemas.catalog import CatalogTable
@@ -118,6 +119,27 @@ class DucklakeAdapter(SQLAdapter):
         handle = self.connections.open(connection).handle
         assert isinstance(handle, LakeHandle)
         return handle
+
+    @available.parse_none
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
+        """On this adapter's SparkSession; the result waits in `python_view(this)`."""
+        from .python_models import run_python_model
+
+        handle = self._handle()
+        handle.job_group = self.connections.get_thread_connection().name or "dbt"
+        root = (
+            self.config.project_root
+            if parsed_model.get("package_name") == self.config.project_name
+            else None
+        )
+        view = run_python_model(handle, parsed_model, compiled_code, root)
+        return AdapterResponse(_message=f"OK python model staged as {view}")
+
+    @available
+    def python_view(self, relation: BaseRelation) -> str:
+        from .python_models import python_view
+
+        return python_view(relation.schema or "", relation.identifier or "")
 
     def list_schemas(self, database: str) -> list[str]:
         return [s.name for s in self._handle().lake.catalog().schemas()]

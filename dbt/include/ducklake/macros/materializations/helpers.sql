@@ -51,3 +51,12 @@
   {{ adapter.clear_commit_context() }}
   {{ run_hooks(post_hooks) }}
 {%- endmacro %}
+
+{#- A Python model's result lives in a Spark temporary view until its rows are written -#}
+{% macro ducklake__drop_python_view() -%}
+  {%- if model.language == 'python' -%}
+    {% call statement('drop_python_view') -%}
+      drop view if exists {{ adapter.python_view(this) }}
+    {%- endcall %}
+  {%- endif -%}
+{%- endmacro %}

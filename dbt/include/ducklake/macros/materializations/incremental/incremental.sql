@@ -1,7 +1,7 @@
 {#- Each build is one DuckLake snapshot: the new rows are staged as a Spark temporary
     view, then one BEGIN … COMMIT block applies on_schema_change's column ALTERs
     (DuckLake ALTERs, no rewrite) and the strategy's statements together. -#}
-{% materialization incremental, adapter='ducklake' %}
+{% materialization incremental, adapter='ducklake', supported_languages=['sql', 'python'] %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set strategy = ducklake__validate_incremental(config) -%}
@@ -9,14 +9,20 @@
   {%- set full_refresh = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
 
   {{ run_hooks(pre_hooks) }}
+  {%- set model_sql = compiled_code -%}
+  {%- if model.language == 'python' -%}
+    {#- model(dbt, session) runs here (dbt.is_incremental tells it which rows to return) -#}
+    {% call statement('python_model', language='python') -%} {{ compiled_code }} {%- endcall %}
+    {%- set model_sql = 'select * from ' ~ adapter.python_view(this) -%}
+  {%- endif -%}
   {%- if full_refresh -%}
     {{ ducklake__set_commit_context('incremental ' ~ strategy ~ (' full refresh' if existing_relation is not none else ' create')) }}
     {%- set build_sql = ducklake__node_sql(existing_relation, target_relation,
-          create_table_as(False, target_relation, compiled_code), ducklake__query_columns(compiled_code)) -%}
+          create_table_as(False, target_relation, model_sql), ducklake__query_columns(model_sql)) -%}
   {%- else -%}
     {%- set temp_relation = make_temp_relation(this) -%}
     {% call statement('stage_new_rows') -%}
-      {{ create_table_as(True, temp_relation, compiled_code) }}
+      {{ create_table_as(True, temp_relation, model_sql) }}
     {%- endcall %}
     {%- set layout_alters = adapter.layout_alters(existing_relation, model) -%}
     {%- if layout_alters -%}
@@ -64,6 +70,7 @@
       drop view if exists {{ temp_relation }}
     {%- endcall %}
   {%- endif -%}
+  {{ ducklake__drop_python_view() }}
   {{ ducklake__finish_node(target_relation) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
