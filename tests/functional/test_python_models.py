@@ -80,6 +80,24 @@ def model(dbt, session):
     return events
 """
 
+SOURCES = """
+version: 2
+sources:
+  - name: shop
+    schema: "{{ target.schema }}"
+    tables: [{name: customers}]
+"""
+
+# dbt.source, dbt.config.get and the append strategy
+PY_APPEND = """
+def model(dbt, session):
+    dbt.config(materialized="incremental", incremental_strategy="append", min_id=2)
+    customers = dbt.source("shop", "customers")
+    # its own statement: dbt's parser finds config.get calls there, not inside a comparison
+    min_id = dbt.config.get("min_id")
+    return customers.filter(customers.customer_id >= min_id)
+"""
+
 PY_LAYOUT = """
 import pandas as pd
 
@@ -131,11 +149,13 @@ class TestPythonModels:
             "events.sql": EVENTS,
             "py_events.py": PY_INCREMENTAL,
             "py_layout.py": PY_LAYOUT,
+            "sources.yml": SOURCES,
+            "py_append.py": PY_APPEND,
         }
 
     def test_python_models_build_like_sql_models(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
         schema = project.test_schema
-        results = run_dbt(["build"])
+        results = run_dbt(["build", "--exclude", "py_append"])  # its source is a model
         assert all(r.status in ("success", "pass") for r in results)
         lake = Lake.open(dbt_profile_target["metadata"])
         con = _duck(dbt_profile_target)
@@ -196,6 +216,15 @@ class TestPythonModels:
         assert _rows(con, f"SELECT * FROM lake.{schema}.py_events") == [
             (i, (200 if i > 14 else 100) + i) for i in range(30)
         ]
+        con.close()
+
+        # append, twice, rows from a source filtered by a config value
+        for _ in range(2):
+            run_dbt(["run", "--select", "py_append"])
+        con = _duck(dbt_profile_target)
+        assert _rows(con, f"SELECT * FROM lake.{schema}.py_append") == sorted(
+            2 * [(i, f"c{i}") for i in range(2, 6)]
+        )
         con.close()
 
         # Python models are in the docs catalog like any other
