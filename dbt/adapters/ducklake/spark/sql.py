@@ -33,6 +33,15 @@ from ..lake.models import Snapshot
 from ..lake.reader import CatalogReader
 from ..lake.transaction import Transaction
 from .calls import CallError, is_call, run_call
+from .catalog_queries import (
+    INFORMATION_SCHEMA,
+    INFORMATION_SCHEMA_VIEWS,
+    CatalogQueryError,
+    NotInLake,
+    catalog_statement,
+    information_schema,
+    is_catalog_statement,
+)
 from .changes import table_changes
 from .ddl import DDLError, column_spec, run_ddl
 from .dml import delete_where, update_where
@@ -128,6 +137,7 @@ class LakeSQL:
             self._check_unchanged(ref.schema, ref.name, ref.at)
             spans.append((ref.start, ref.end, self._scan(ref)))
         spans += self._feed_calls(tree, text)
+        spans += self._information_schema(tree)
         edits = []
         for start, end, df in spans:
             view = self._register(df)
@@ -165,6 +175,26 @@ class LakeSQL:
         view = f"__ducklake_{next(_ids)}"
         df.createOrReplaceTempView(view)
         return view
+
+    def _information_schema(self, tree: exp.Expression) -> list[tuple[int, int, DataFrame]]:
+        """`[lake.]information_schema.tables` and friends: DuckDB's views over the catalog."""
+        spans = []
+        cat: CatalogReader | None = None
+        for table in tree.find_all(exp.Table):
+            db, catalog, name_id = table.args.get("db"), table.args.get("catalog"), table.this
+            if db is None or db.name.lower() != INFORMATION_SCHEMA or "start" not in db.meta:
+                continue
+            if catalog is not None and catalog.name.lower() != self.catalog_name.lower():
+                continue
+            view = table.name.lower()
+            if view not in INFORMATION_SCHEMA_VIEWS:
+                known = ", ".join(INFORMATION_SCHEMA_VIEWS)
+                raise LakeSQLError(f"information_schema.{view}: the lake answers {known}")
+            cat = cat or self.lake.catalog()
+            df = information_schema(self.spark, self.lake, self.catalog_name, view, cat)
+            start = (catalog or db).meta["start"]
+            spans.append((start, name_id.meta["end"] + 1, df))
+        return spans
 
     def _check_unchanged(
         self, schema: str, name: str, at: int | datetime | None = None, *, dml: bool = False
@@ -332,6 +362,17 @@ class LakeSQL:
             try:
                 return run_call(self.spark, self.lake, self.commit, bare)
             except (CallError, LakeError) as exc:
+                raise LakeSQLError(str(exc)) from exc
+        if is_catalog_statement(bare):
+            try:
+                return catalog_statement(
+                    self.spark, self.lake, self.catalog_name, self.default_schema, bare
+                )
+            except NotInLake as exc:
+                if self._is_spark_view(exc.name):  # a temporary view of this session
+                    return self.spark.sql(bare)
+                raise LakeSQLError(str(exc)) from exc
+            except (CatalogQueryError, LakeError) as exc:
                 raise LakeSQLError(str(exc)) from exc
         if _SESSION.match(bare):
             self.spark.sql(bare)  # SET key=value, SET TIME ZONE …: not lake statements

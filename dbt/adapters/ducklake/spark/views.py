@@ -54,7 +54,9 @@ def _view(
     if view.spark_sql:  # created here: run the text it was written in
         tree = sqlglot.parse_one(view.spark_sql, read="spark")
     else:
-        tree = sqlglot.parse_one(view.sql, read=view.dialect or "duckdb")
+        # DuckDB stores `{DUCKLAKE_CATALOG}.schema.table` for references into its own lake
+        text = view.sql.replace("{DUCKLAKE_CATALOG}", "__ducklake_catalog")
+        tree = sqlglot.parse_one(text, read=view.dialect or "duckdb")
     cte_names = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     for table in list(tree.find_all(exp.Table)):
         if not table.name or (not table.db and table.name.lower() in cte_names):
