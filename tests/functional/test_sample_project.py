@@ -84,6 +84,15 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
         info = _info(s)
         assert {"invocation_id", "unique_id", "materialization", "target"} <= set(info)
 
+    # default messages name the command that ran: seeds and snapshots under build too
+    default = [
+        (_info(s)["unique_id"].split(".")[0], s.commit_message)
+        for s in snapshots[1:]
+        if s.commit_message.startswith("dbt ") and "." in _info(s)["unique_id"]
+    ]
+    assert {kind for kind, _ in default} == {"seed", "model", "snapshot"}, default
+    assert all(m.startswith("dbt build ") for _, m in default), default
+
     con = duck.connect()
     duck.attach(con, f"sqlite:{project}/lake/metadata.sqlite", alias="lake")
     sql = LakeSQL(spark, lake, default_schema="shop")

@@ -138,9 +138,7 @@ class LakeHandle:
         creation) still name the run: the command, the connection, the invocation id."""
         if self.sql.commit.message is not None:
             return
-        from dbt.flags import get_flags
-
-        command = getattr(get_flags(), "WHICH", None) or "command"
+        command = dbt_command() or "command"
         name = connection_name or "?"
         self.set_commit(
             f"dbt {command} {name}",
@@ -172,6 +170,14 @@ class LakeHandle:
 
     def close(self) -> None:
         self.rollback()
+
+
+def dbt_command() -> str | None:
+    """The dbt command this process runs (`build`, `run`, `seed`, …), which commit
+    messages name; None outside a dbt invocation."""
+    from dbt.flags import get_flags
+
+    return getattr(get_flags(), "WHICH", None)
 
 
 def commit_extra_info(target: str | None, **fields: str) -> str:

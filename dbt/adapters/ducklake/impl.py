@@ -27,7 +27,7 @@ from pyspark.errors import PySparkException
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
-from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info
+from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info, dbt_command
 from .lake.changes import qualified_name
 from .lake.errors import CatalogNotFoundError
 from .lake.options import SETTABLE_OPTIONS
@@ -373,7 +373,9 @@ class DucklakeAdapter(SQLAdapter):
         """Make the next snapshots of this connection carry this node's commit info;
         `action` is the materialization (and strategy), e.g. `incremental merge`."""
         unique_id = _get(node, "unique_id") or "?"
-        verb = {"seed": "seed", "snapshot": "snapshot"}.get(_get(node, "resource_type"), "run")
+        verb = dbt_command() or {"seed": "seed", "snapshot": "snapshot"}.get(
+            _get(node, "resource_type"), "run"
+        )
         extra = commit_extra_info(
             getattr(self.config, "target_name", None),
             unique_id=unique_id,
