@@ -16,6 +16,7 @@ from ..lake.lake import Lake
 from ..lake.models import Snapshot
 from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec, parse_type
+from .duckdb_views import duckdb_view_sql
 from .engine import CommitInfo, begin, finish
 
 
@@ -109,7 +110,7 @@ def _stage(
         tx.create_view(
             schema,
             name,
-            query.sql(dialect="duckdb"),
+            duckdb_view_sql(query),
             dialect="duckdb",
             column_aliases=aliases,
             or_replace=bool(tree.args.get("replace")),

@@ -1,0 +1,240 @@
+"""The DuckDB text of a view written here in Spark SQL, with Spark's meaning.
+
+A view's DuckDB text (what DuckDB reads from `ducklake_view`) comes from sqlglot's
+Spark-to-DuckDB translation, which aims at readable SQL, not identical results: it turns
+Spark's CAST (ANSI: fails on bad input) into TRY_CAST, lets DuckDB round where Spark
+truncates, returns TIMESTAMPs where Spark returns DATEs, and so on. This module rewrites
+the constructs whose translation was checked against both engines
+(`tests/spark/test_view_meaning.py`); a construct with no faithful DuckDB form becomes a
+DuckDB `error()` naming it, so DuckDB refuses to read the view rather than answering
+differently. Spark keeps reading the view from its own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import sqlglot
+from sqlglot import exp
+
+_DONE = "ducklake_duckdb"  # meta flag: a node this module already rewrote
+
+_INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT}
+_INTEGRAL |= {exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
+
+# Spark trunc / date_trunc units, as DuckDB spells them
+_UNITS = {
+    "YEAR": "year",
+    "YYYY": "year",
+    "YY": "year",
+    "QUARTER": "quarter",
+    "MONTH": "month",
+    "MM": "month",
+    "MON": "month",
+    "WEEK": "week",
+    "DAY": "day",
+    "DD": "day",
+    "HOUR": "hour",
+    "MINUTE": "minute",
+    "SECOND": "second",
+    "MILLISECOND": "millisecond",
+    "MICROSECOND": "microsecond",
+}
+
+# Spark functions with no faithful DuckDB equivalent: what the error names
+_UNSUPPORTED: dict[type[exp.Expression], str] = {
+    exp.SafeAdd: "try_add",
+    exp.ArrayDistinct: "array_distinct (DuckDB does not keep the order)",
+    exp.FromJson: "from_json",
+    exp.ApproxQuantile: "percentile_approx (a different approximation)",
+    exp.Flatten: "flatten (NULL elements)",
+}
+_UNSUPPORTED_NAMES = {"ASSERT_TRUE": "assert_true", "RAISE_ERROR": "raise_error"}
+
+
+def duckdb_view_sql(query: exp.Expression) -> str:
+    """The DuckDB text to store for a view whose Spark query is `query`."""
+    return query.copy().transform(_rewrite, copy=False).sql(dialect="duckdb")
+
+
+def unsupported(construct: str) -> exp.Expression:
+    message = (
+        f"{construct} is Spark SQL without an equivalent in DuckDB: this view was written "
+        "by dbt-ducklake and reads only through Spark"
+    )
+    return _done(exp.Anonymous(this="error", expressions=[exp.Literal.string(message)]))
+
+
+def _done(node: exp.Expression) -> exp.Expression:
+    node.meta[_DONE] = True
+    return node
+
+
+def _spark(text: str) -> exp.Expression:
+    return cast(exp.Expression, sqlglot.parse_one(text, read="spark"))
+
+
+def _rewrite(node: exp.Expression) -> exp.Expression:
+    if node.meta.get(_DONE):
+        return node
+    for kind, construct in _UNSUPPORTED.items():
+        if type(node) is kind:
+            return unsupported(construct)
+    rule = _RULES.get(type(node))
+    return rule(node) if rule is not None else node
+
+
+def _cast(node: exp.Expression) -> exp.Expression:
+    """Spark's CAST fails on bad input (ANSI), so it stays CAST; TRY_CAST stays TRY_CAST.
+    Spark truncates fractions cast to an integer where DuckDB rounds."""
+    assert isinstance(node, exp.Cast)
+    if isinstance(node, exp.TryCast) and node.args.get("safe"):
+        return _done(node)
+    to = node.args["to"]
+    operand = node.this
+    if to.this in _INTEGRAL and not (isinstance(operand, exp.Literal) and operand.is_int):
+        decimal = exp.DataType.build("DECIMAL(38, 9)")
+        operand = exp.func("TRUNC", exp.Cast(this=operand, to=decimal))
+    return _done(exp.Cast(this=operand, to=to))
+
+
+def _as_date(node: exp.Expression) -> exp.Expression:
+    """date_add, date_sub and add_months return DATE in Spark, TIMESTAMP in DuckDB."""
+    return exp.Cast(this=_done(node), to=exp.DataType.build("DATE"))
+
+
+def _months_between(node: exp.Expression) -> exp.Expression:
+    # Spark rounds months_between to 8 digits
+    return exp.Anonymous(this="ROUND", expressions=[_done(node), exp.Literal.number(8)])
+
+
+def _unit(node: exp.Expression) -> exp.Expression:
+    unit = node.args.get("unit")
+    name = unit.name.upper() if unit is not None else ""
+    if name not in _UNITS:
+        return unsupported(f"truncating to {name or 'this unit'}")
+    node.set("unit", exp.Literal.string(_UNITS[name]))
+    return _done(node)
+
+
+def _date_trunc(node: exp.Expression) -> exp.Expression:
+    """trunc(date, 'MM') returns a DATE."""
+    truncated = _unit(node)
+    if not isinstance(truncated, exp.DateTrunc):
+        return truncated
+    return exp.Cast(this=truncated, to=exp.DataType.build("DATE"))
+
+
+def _day_of_week(node: exp.Expression) -> exp.Expression:
+    return exp.Add(this=_done(node), expression=exp.Literal.number(1))  # Spark: Sunday = 1
+
+
+def _unix_time(node: exp.Expression) -> exp.Expression:
+    fmt = node.args.get("format")  # sqlglot's form of Spark's default format
+    if fmt is not None and fmt.name.replace("strict", "") != "%Y-%m-%d %H:%M:%S":
+        return node  # an explicit format: sqlglot's strptime translation
+    moment = exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMPTZ"))
+    seconds = exp.Anonymous(this="EPOCH", expressions=[moment])
+    return _done(exp.Cast(this=seconds, to=exp.DataType.build("BIGINT")))
+
+
+def _bracket(node: exp.Expression) -> exp.Expression:
+    """An array index past the end fails in Spark (ANSI) and is NULL in DuckDB;
+    try_element_at is NULL in both."""
+    index = node.expressions[0] if len(node.expressions) == 1 else None
+    literal = isinstance(index, exp.Literal) and index.is_int
+    negative = isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal)
+    if node.args.get("safe") or not (literal or negative):
+        return _done(node)  # try_element_at, a map key or a computed index
+    assert index is not None
+    offset = int(node.args.get("offset") or 0)
+    position = -int(index.this.this) if negative else int(index.this) + 1 - offset
+    if position == 0:
+        return unsupported("element_at(array, 0)")
+    array = node.this
+    length = exp.func("LEN", array.copy())
+    message = "[INVALID_ARRAY_INDEX] the array index is out of bounds, as Spark reports it"
+    error = _done(exp.Anonymous(this="error", expressions=[exp.Literal.string(message)]))
+    in_range = exp.GTE(this=length, expression=exp.Literal.number(abs(position)))
+    return _done(
+        exp.Case(
+            ifs=[
+                exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
+                exp.If(this=in_range, true=_done(node)),
+            ],
+            default=error,
+        )
+    )
+
+
+def _sequence(node: exp.Expression) -> exp.Expression:
+    """sequence(5, 1) counts down in Spark; generate_series needs the step."""
+    if node.args.get("step") is None:
+        start, end = node.args["start"], node.args["end"]
+        step = _spark(f"CASE WHEN {start.sql('spark')} <= {end.sql('spark')} THEN 1 ELSE -1 END")
+        node.set("step", step)
+    return _done(node)
+
+
+def _exists(node: exp.Expression) -> exp.Expression:
+    """exists(array, x -> p): three-valued, as in Spark (NULL when no element is true and
+    some predicate is NULL)."""
+    lam = node.args.get("expression")
+    if not isinstance(lam, exp.Lambda):
+        return _done(node)
+    arr = node.this.sql("spark")
+    var = ", ".join(v.sql("spark") for v in lam.expressions)
+    body = lam.this.sql("spark")
+    text = (
+        f"CASE WHEN {arr} IS NULL THEN NULL "
+        f"WHEN array_contains(transform({arr}, {var} -> {body}), true) THEN true "
+        f"WHEN array_contains(transform({arr}, {var} -> ({body}) IS NULL), true) THEN NULL "
+        "ELSE false END"
+    )
+    return _spark(text)
+
+
+def _position(node: exp.Expression) -> exp.Expression:
+    """array_position is 0 when absent in Spark, NULL in DuckDB."""
+    found = exp.Coalesce(this=_done(node.copy()), expressions=[exp.Literal.number(0)])
+    missing = exp.Is(this=node.this.copy(), expression=exp.Null())
+    return exp.If(this=missing, true=exp.Null(), false=found)
+
+
+def _collect(node: exp.Expression) -> exp.Expression:
+    """collect_list / collect_set of no rows is [] in Spark, NULL in DuckDB."""
+    return exp.Coalesce(this=_done(node), expressions=[exp.Array(expressions=[])])
+
+
+def _anonymous(node: exp.Expression) -> exp.Expression:
+    name = str(node.this).upper()
+    if name in _UNSUPPORTED_NAMES:
+        return unsupported(_UNSUPPORTED_NAMES[name])
+    args = node.expressions
+    if name in ("ISNULL", "ISNOTNULL") and len(args) == 1:
+        test = exp.Is(this=args[0], expression=exp.Null())
+        return test if name == "ISNULL" else exp.Not(this=test)
+    if name == "CARDINALITY" and len(args) == 1:
+        return exp.ArraySize(this=args[0])
+    return node
+
+
+_RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] = {
+    exp.Cast: _cast,
+    exp.TryCast: _cast,
+    exp.TsOrDsAdd: _as_date,
+    exp.AddMonths: _as_date,
+    exp.MonthsBetween: _months_between,
+    exp.DateTrunc: _date_trunc,
+    exp.TimestampTrunc: _unit,
+    exp.DayOfWeek: _day_of_week,
+    exp.StrToUnix: _unix_time,
+    exp.Bracket: _bracket,
+    exp.GenerateSeries: _sequence,
+    exp.Exists: _exists,
+    exp.ArrayPosition: _position,
+    exp.ArrayAgg: _collect,
+    exp.ArrayUniqueAgg: _collect,
+    exp.Anonymous: _anonymous,
+}

@@ -1,0 +1,296 @@
+"""Views written here in Spark SQL mean the same in DuckDB: each body below (functions
+dbt packages emit: casts, arithmetic, strings, regexes, dates, JSON, arrays and
+higher-order functions, aggregates, windows) is stored as a view, then read by Spark and
+by DuckDB. Either both give the same rows, or both fail (Spark's ANSI errors, such as an
+array index out of bounds), or the construct has no faithful DuckDB form and DuckDB
+refuses the view with an error naming it while Spark reads it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.sql import LakeSQL
+from tests import duck
+from tests.canon import canon_rows
+from tests.conftest import Catalog
+from tests.spark.test_roundtrip import _spark_rows
+
+ROWS = """
+CREATE TABLE t AS SELECT * FROM VALUES
+ (1, 10L, 2.7D, CAST(1.25 AS DECIMAL(10,2)), 'abc', '42', '2024-03-05', '2024-03-05 10:11:12',
+  DATE '2024-01-31', TIMESTAMP '2024-01-31 23:59:58', array(3, 1, 2),
+  '{"a": 1, "b": {"c": "x"}}', true),
+ (2, 2000000000L, -1.5D, CAST(-7.50 AS DECIMAL(10,2)), 'bbq', '7', '2023-12-31',
+  '2023-12-31 00:00:00', DATE '2024-02-29', TIMESTAMP '2024-02-29 00:00:00', array(5),
+  '{"a": 2}', false),
+ (3, 0L, 0.5D, CAST(0 AS DECIMAL(10,2)), 'Hello world', '-3', '2020-02-29',
+  '2020-02-29 12:00:00', DATE '2023-12-31', TIMESTAMP '2023-12-31 12:30:00', array(), '{}',
+  true),
+ (0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+ AS v(i, b, d, dec, s, s_num, s_date, s_ts, dt, ts, arr, j, flag)
+"""
+
+# one expression per view, selected with i
+SCALARS = [
+    "element_at(arr, -1)",
+    "try_element_at(arr, 2)",
+    "arr[1]",
+    "sequence(i, 1)",
+    "CAST(s_num AS INT)",
+    "CAST(d AS INT)",
+    "CAST(d AS BIGINT)",
+    "CAST(i AS STRING)",
+    "CAST(dec AS DOUBLE)",
+    "CAST(i AS DECIMAL(12,3))",
+    "CAST(dt AS STRING)",
+    "CAST(ts AS DATE)",
+    "CAST(s_date AS DATE)",
+    "CAST(flag AS STRING)",
+    "CAST(i AS BOOLEAN)",
+    "TRY_CAST(s AS INT)",
+    "CAST(d AS STRING)",
+    "i + b * 2",
+    "d / 3",
+    "i / 2",
+    "i % 3",
+    "-i",
+    "abs(i - 3)",
+    "round(d, 1)",
+    "round(dec, 0)",
+    "floor(d)",
+    "ceil(d)",
+    "coalesce(i, 0)",
+    "nvl(s, 'none')",
+    "nullif(i, 2)",
+    "ifnull(i, -1)",
+    "greatest(i, 2)",
+    "least(i, 2)",
+    "power(i, 2)",
+    "sqrt(abs(d))",
+    "try_divide(i, i - 1)",
+    "try_add(i, 1)",
+    "isnull(s)",
+    "isnotnull(s)",
+    "sign(i - 2)",
+    "upper(s)",
+    "lower(s)",
+    "length(s)",
+    "concat(s, '-', i)",
+    "concat_ws('|', s, s)",
+    "substring(s, 2, 3)",
+    "substr(s, 2)",
+    "trim(s)",
+    "ltrim(s)",
+    "rtrim(s)",
+    "replace(s, 'a', 'b')",
+    "lpad(s, 6, '0')",
+    "rpad(s, 6, '.')",
+    "instr(s, 'b')",
+    "left(s, 2)",
+    "right(s, 2)",
+    "reverse(s)",
+    "split(s, 'b')",
+    "split(s, 'b')[0]",
+    "initcap(s)",
+    "repeat(s, 2)",
+    "s like 'a%'",
+    "s ilike 'A%'",
+    "s rlike 'b+'",
+    "regexp_extract(s, '([a-z]+)', 1)",
+    "regexp_replace(s, '[aeiou]', '*')",
+    "md5(s)",
+    "sha2(s, 256)",
+    "lower(hex(i))",
+    "position('b' IN s)",
+    "ascii(s)",
+    "char_length(s)",
+    "date_add(dt, 3)",
+    "date_sub(dt, 3)",
+    "add_months(dt, 1)",
+    "datediff(dt, DATE '2024-01-01')",
+    "months_between(dt, DATE '2024-01-01')",
+    "last_day(dt)",
+    "date_trunc('MONTH', ts)",
+    "trunc(dt, 'MM')",
+    "year(dt)",
+    "month(dt)",
+    "dayofmonth(dt)",
+    "dayofweek(dt)",
+    "dayofyear(dt)",
+    "quarter(dt)",
+    "hour(ts)",
+    "minute(ts)",
+    "second(ts)",
+    "date_format(ts, 'yyyy-MM-dd HH:mm')",
+    "to_date(s_date)",
+    "to_date(s_date, 'yyyy-MM-dd')",
+    "to_timestamp(s_ts)",
+    "to_timestamp(s_ts, 'yyyy-MM-dd HH:mm:ss')",
+    "unix_timestamp(ts)",
+    "from_unixtime(b)",
+    "timestampadd(HOUR, 5, ts)",
+    "dateadd(DAY, 2, dt)",
+    "make_date(2024, i + 1, 1)",
+    "ts + INTERVAL 2 DAYS",
+    "extract(YEAR FROM dt)",
+    "weekofyear(dt)",
+    "CASE WHEN i > 2 THEN 'big' WHEN i > 0 THEN 'small' ELSE 'none' END",
+    "if(i > 2, 'y', 'n')",
+    "i BETWEEN 1 AND 3",
+    "i IN (1, 3)",
+    "s IS NULL",
+    "NOT flag",
+    "flag AND i > 1",
+    "assert_true(i >= 0)",
+    "size(arr)",
+    "arr[0]",
+    "element_at(arr, 1)",
+    "array_contains(arr, 2)",
+    "array_join(arr, ',')",
+    "sort_array(arr)",
+    "array_distinct(arr)",
+    "array(i, i + 1)",
+    "sequence(1, i)",
+    "transform(arr, x -> x * 10)",
+    "filter(arr, x -> x > 1)",
+    "exists(arr, x -> x > 2)",
+    "aggregate(arr, 0, (acc, x) -> acc + x)",
+    "array_max(arr)",
+    "array_min(arr)",
+    "slice(arr, 1, 2)",
+    "get_json_object(j, '$.a')",
+    "get_json_object(j, '$.b.c')",
+    "from_json(j, 'a INT')",
+    "map('k', i)['k']",
+    "named_struct('x', i, 'y', s).x",
+    "struct(i, s)",
+    "cardinality(arr)",
+    "array_position(arr, 2)",
+    "flatten(array(arr, arr))",
+]
+
+# grouped by flag
+AGGREGATES = [
+    "count(*)",
+    "count(DISTINCT s)",
+    "sum(i)",
+    "avg(d)",
+    "min(s)",
+    "max(dt)",
+    "stddev(d)",
+    "variance(d)",
+    "collect_list(i)",
+    "collect_set(i)",
+    "count_if(i > 1)",
+    "bool_or(flag)",
+    "bool_and(flag)",
+    "any_value(i)",
+    "first(i)",
+    "percentile_approx(d, 0.5)",
+    "array_join(sort_array(collect_list(s)), ',')",
+    "max_by(s, i)",
+    "min_by(s, i)",
+    "approx_count_distinct(s)",
+    "sum(dec)",
+    "median(d)",
+]
+
+WINDOWS = [
+    "row_number() OVER (ORDER BY i)",
+    "rank() OVER (PARTITION BY flag ORDER BY i)",
+    "lag(i) OVER (ORDER BY i)",
+    "lead(i, 1, 0) OVER (ORDER BY i)",
+    "sum(i) OVER (ORDER BY i ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "first_value(s) OVER (PARTITION BY flag ORDER BY i)",
+    "ntile(2) OVER (ORDER BY i)",
+    "dense_rank() OVER (ORDER BY flag)",
+    "percent_rank() OVER (ORDER BY i)",
+    "count(*) OVER (PARTITION BY flag)",
+]
+
+# no faithful DuckDB form: DuckDB's error names the construct
+UNSUPPORTED = {
+    "try_add(i, 1)": "try_add",
+    "assert_true(i >= 0)": "assert_true",
+    "array_distinct(arr)": "array_distinct",
+    "from_json(j, 'a INT')": "from_json",
+    "flatten(array(arr, arr))": "flatten",
+    "percentile_approx(d, 0.5)": "percentile_approx",
+}
+
+BODIES = (
+    [f"SELECT i, {e} AS r FROM t" for e in SCALARS]
+    + [f"SELECT flag, {e} AS r FROM t GROUP BY flag" for e in AGGREGATES]
+    + [f"SELECT i, {e} AS r FROM t" for e in WINDOWS]
+)
+
+
+def _utc(rows: list[Any]) -> list[Any]:
+    """Spark hands TIMESTAMP (with local time zone, UTC here) out naive; DuckDB aware."""
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        if isinstance(value, list | tuple):
+            return type(value)(fix(v) for v in value)
+        return value
+
+    return [tuple(fix(v) for v in row) for row in rows]
+
+
+def _read(run: Any) -> Any:
+    try:
+        return canon_rows(_utc(run()))
+    except Exception as exc:  # an error is a result too: compared by kind below
+        return exc
+
+
+def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+    assert len(BODIES) >= 60
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
+    sql.execute(ROWS)
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    problems = []
+    for n, body in enumerate(BODIES):
+        sql.execute(f"CREATE VIEW v{n} AS {body}")
+        ours = _read(lambda n=n: _spark_rows(sql.execute(f"SELECT * FROM v{n}")))
+        theirs = _read(lambda n=n: con.execute(f"SELECT * FROM lake.main.v{n}").fetchall())
+        construct = next((c for e, c in UNSUPPORTED.items() if e in body), None)
+        if construct is not None:
+            refused = isinstance(theirs, Exception) and construct in str(theirs)
+            if isinstance(ours, Exception) or not refused:
+                problems.append((body, "expected Spark rows and DuckDB refusing", ours, theirs))
+        elif isinstance(ours, Exception) != isinstance(theirs, Exception):
+            problems.append((body, "only one engine failed", ours, theirs))
+        elif not isinstance(ours, Exception) and ours != theirs:
+            problems.append((body, "different rows", ours, theirs))
+    con.close()
+    assert not problems, "\n".join(map(str, problems))
+
+
+def test_cast_stays_cast(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
+    sql.execute("CREATE TABLE n AS SELECT '12' AS s UNION ALL SELECT 'x'")
+    sql.execute("CREATE VIEW strict AS SELECT CAST(s AS INT) AS v FROM n")
+    sql.execute("CREATE VIEW lenient AS SELECT TRY_CAST(s AS INT) AS v FROM n")
+    stored = {v.name: v.sql for v in lake.catalog().views()}
+    assert "TRY_CAST" not in stored["strict"] and "TRY_CAST" in stored["lenient"]
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    # 'x' is not a number: Spark (ANSI) and DuckDB both fail the CAST, neither gives NULL
+    with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+        sql.execute("SELECT * FROM strict").collect()
+    with pytest.raises(Exception, match="Conversion Error"):
+        con.execute("SELECT * FROM lake.main.strict").fetchall()
+    assert sorted(con.execute("SELECT * FROM lake.main.lenient").fetchall(), key=repr) == [
+        (12,),
+        (None,),
+    ]
+    con.close()
