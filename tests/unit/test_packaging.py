@@ -36,3 +36,16 @@ def test_distribution_declares_the_runtime_and_test_stack() -> None:
     from dbt.adapters.ducklake.__version__ import version
 
     assert metadata.version("dbt-ducklake") == version
+
+
+def test_dbt_version_lists_the_plugin() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from dbt.adapters.ducklake.__version__ import version
+
+    dbt = str(Path(sys.executable).with_name("dbt"))
+    done = subprocess.run([dbt, "--version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"ducklake: {version}" in done.stdout, done.stdout
