@@ -93,10 +93,64 @@ def _cast(node: exp.Expression) -> exp.Expression:
         return _done(node)
     to = node.args["to"]
     operand = node.this
+    if to.this in _TEXT and not isinstance(operand, exp.Literal):
+        return _as_text(operand, to)
     if to.this in _INTEGRAL and not (isinstance(operand, exp.Literal) and operand.is_int):
         decimal = exp.DataType.build("DECIMAL(38, 9)")
         operand = exp.func("TRUNC", exp.Cast(this=operand, to=decimal))
     return _done(exp.Cast(this=operand, to=to))
+
+
+_TEXT = {exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR}
+
+# CAST(x AS STRING) in DuckDB, chosen by x's type when DuckDB binds the view: a
+# timestamp with time zone is written in UTC without DuckDB's "+00"; types whose text
+# differs between the engines (Spark writes doubles outside [1e-3, 1e7) in exponent
+# notation, structs and maps differently, binaries as bytes) fail instead
+_AS_TEXT = """CASE
+  WHEN typeof({x}) = 'TIMESTAMP WITH TIME ZONE'
+    THEN CAST(timezone('UTC', CAST(CAST({x} AS VARCHAR) AS TIMESTAMPTZ)) AS VARCHAR)
+  WHEN typeof({x}) IN ('DOUBLE', 'FLOAT')
+    AND (abs(TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE)) >= 1e7
+      OR (abs(TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE)) < 1e-3
+        AND TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE) <> 0))
+    THEN error('{double}')
+  WHEN typeof({x}) LIKE 'STRUCT%' OR typeof({x}) LIKE 'MAP%' OR typeof({x}) = 'BLOB'
+    THEN error('{nested}')
+  ELSE CAST({x} AS VARCHAR) END"""
+
+
+def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
+    x = operand.copy().transform(_rewrite, copy=False).sql(dialect="duckdb")
+    double = "casting this double to STRING is Spark SQL without an equivalent in DuckDB"
+    nested = (
+        "casting a struct, map or binary to STRING is Spark SQL without an equivalent in DuckDB"
+    )
+    text = _AS_TEXT.format(x=x, double=double, nested=nested)
+    parsed = cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
+    return _done(parsed)
+
+
+def _division(node: exp.Expression) -> exp.Expression:
+    """x / 0 and x % 0 fail in Spark (ANSI); DuckDB answers NULL or infinity."""
+    divisor = node.args["expression"]
+    if isinstance(divisor, exp.Literal) and not divisor.is_string and float(divisor.this) != 0:
+        node.set("safe", None)
+        return _done(node)
+    kind = "REMAINDER_BY_ZERO" if isinstance(node, exp.Mod) else "DIVIDE_BY_ZERO"
+    message = exp.Literal.string(f"[{kind}] division by zero, as Spark (ANSI) reports it")
+    # Spark checks the divisor only when the dividend is not NULL
+    zero = exp.and_(
+        exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
+        exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
+    )
+    guarded = exp.Case(
+        ifs=[exp.If(this=zero, true=exp.Anonymous(this="error", expressions=[message]))],
+        default=divisor,
+    )
+    node.set("expression", _done(guarded))
+    node.set("safe", None)
+    return _done(node)
 
 
 def _as_date(node: exp.Expression) -> exp.Expression:
@@ -237,4 +291,7 @@ _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] =
     exp.ArrayAgg: _collect,
     exp.ArrayUniqueAgg: _collect,
     exp.Anonymous: _anonymous,
+    exp.Div: _division,
+    exp.Mod: _division,
+    exp.IntDiv: _division,
 }
