@@ -50,12 +50,25 @@ _UNSUPPORTED: dict[type[exp.Expression], str] = {
     exp.ApproxQuantile: "percentile_approx (a different approximation)",
     exp.Flatten: "flatten (NULL elements)",
 }
-_UNSUPPORTED_NAMES = {"ASSERT_TRUE": "assert_true", "RAISE_ERROR": "raise_error"}
 
 
 def duckdb_view_sql(query: exp.Expression) -> str:
-    """The DuckDB text to store for a view whose Spark query is `query`."""
-    return query.copy().transform(_rewrite, copy=False).sql(dialect="duckdb")
+    """The DuckDB text to store for a view whose Spark query is `query`.
+
+    Children are rewritten before their parents (reversed pre-order), so a rule sees
+    operands that are already DuckDB's; each node of the Spark tree is visited once.
+    """
+    root = query.copy()
+    for node in reversed(list(root.walk())):
+        parent, key, index = node.parent, node.arg_key, node.index
+        new = _rewrite(cast(exp.Expression, node))
+        if new is node:
+            continue
+        if parent is None or key is None:
+            root = new
+        else:
+            parent.set(key, new, index)
+    return root.sql(dialect="duckdb")
 
 
 def unsupported(construct: str) -> exp.Expression:
@@ -69,10 +82,6 @@ def unsupported(construct: str) -> exp.Expression:
 def _done(node: exp.Expression) -> exp.Expression:
     node.meta[_DONE] = True
     return node
-
-
-def _spark(text: str) -> exp.Expression:
-    return cast(exp.Expression, sqlglot.parse_one(text, read="spark"))
 
 
 def _rewrite(node: exp.Expression) -> exp.Expression:
@@ -95,6 +104,15 @@ def _cast(node: exp.Expression) -> exp.Expression:
     operand = node.this
     if to.this in _TEXT and not isinstance(operand, exp.Literal):
         return _as_text(operand, to)
+    # Spark's CAST(x AS TIMESTAMP) and to_timestamp(x) (sqlglot: a plain Cast): a
+    # TIMESTAMP with local time zone, numbers meaning seconds since the epoch
+    spark_timestamp = (
+        to.this == exp.DataType.Type.TIMESTAMPTZ
+        if isinstance(node, exp.TryCast)
+        else to.this == exp.DataType.Type.TIMESTAMP
+    )
+    if spark_timestamp and not (isinstance(operand, exp.Literal) and operand.is_string):
+        return _as_timestamp(operand)
     if to.this in _INTEGRAL and not (isinstance(operand, exp.Literal) and operand.is_int):
         decimal = exp.DataType.build("DECIMAL(38, 9)")
         operand = exp.func("TRUNC", exp.Cast(this=operand, to=decimal))
@@ -120,8 +138,20 @@ _AS_TEXT = """CASE
   ELSE CAST({x} AS VARCHAR) END"""
 
 
+_AS_TIMESTAMP = """CASE
+  WHEN typeof({x}) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT', 'DOUBLE')
+    OR typeof({x}) LIKE 'DECIMAL%'
+    THEN to_timestamp(CAST(CAST({x} AS VARCHAR) AS DOUBLE))
+  ELSE CAST(CAST({x} AS VARCHAR) AS TIMESTAMPTZ) END"""
+
+
+def _as_timestamp(operand: exp.Expression) -> exp.Expression:
+    text = _AS_TIMESTAMP.format(x=operand.sql(dialect="duckdb"))
+    return _done(cast(exp.Expression, sqlglot.parse_one(text, read="duckdb")))
+
+
 def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
-    x = operand.copy().transform(_rewrite, copy=False).sql(dialect="duckdb")
+    x = operand.sql(dialect="duckdb")  # already rewritten: children come first
     double = "casting this double to STRING is Spark SQL without an equivalent in DuckDB"
     nested = (
         "casting a struct, map or binary to STRING is Spark SQL without an equivalent in DuckDB"
@@ -197,6 +227,8 @@ def _bracket(node: exp.Expression) -> exp.Expression:
     """An array index past the end fails in Spark (ANSI) and is NULL in DuckDB;
     try_element_at is NULL in both."""
     index = node.expressions[0] if len(node.expressions) == 1 else None
+    while isinstance(index, exp.Paren):  # split(…)[(1)], as dbt macros write it
+        index = index.this
     literal = isinstance(index, exp.Literal) and index.is_int
     negative = isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal)
     if node.args.get("safe") or not (literal or negative):
@@ -226,7 +258,11 @@ def _sequence(node: exp.Expression) -> exp.Expression:
     """sequence(5, 1) counts down in Spark; generate_series needs the step."""
     if node.args.get("step") is None:
         start, end = node.args["start"], node.args["end"]
-        step = _spark(f"CASE WHEN {start.sql('spark')} <= {end.sql('spark')} THEN 1 ELSE -1 END")
+        ascending = exp.LTE(this=start.copy(), expression=end.copy())
+        step = exp.Case(
+            ifs=[exp.If(this=ascending, true=exp.Literal.number(1))],
+            default=exp.Literal.number(-1),
+        )
         node.set("step", step)
     return _done(node)
 
@@ -236,17 +272,25 @@ def _exists(node: exp.Expression) -> exp.Expression:
     some predicate is NULL)."""
     lam = node.args.get("expression")
     if not isinstance(lam, exp.Lambda):
-        return _done(node)
-    arr = node.this.sql("spark")
-    var = ", ".join(v.sql("spark") for v in lam.expressions)
-    body = lam.this.sql("spark")
-    text = (
-        f"CASE WHEN {arr} IS NULL THEN NULL "
-        f"WHEN array_contains(transform({arr}, {var} -> {body}), true) THEN true "
-        f"WHEN array_contains(transform({arr}, {var} -> ({body}) IS NULL), true) THEN NULL "
-        "ELSE false END"
+        return _done(node)  # EXISTS (subquery)
+    array = node.this
+
+    def any_element(body: exp.Expression) -> exp.Expression:
+        mapped = exp.Lambda(this=body, expressions=[v.copy() for v in lam.expressions])
+        listed = exp.Anonymous(this="LIST_TRANSFORM", expressions=[array.copy(), mapped])
+        return exp.Anonymous(this="LIST_CONTAINS", expressions=[listed, exp.true()])
+
+    unknown = exp.Is(this=exp.Paren(this=lam.this.copy()), expression=exp.Null())
+    return _done(
+        exp.Case(
+            ifs=[
+                exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
+                exp.If(this=any_element(lam.this.copy()), true=exp.true()),
+                exp.If(this=any_element(unknown), true=exp.Null()),
+            ],
+            default=exp.false(),
+        )
     )
-    return _spark(text)
 
 
 def _position(node: exp.Expression) -> exp.Expression:
@@ -263,9 +307,15 @@ def _collect(node: exp.Expression) -> exp.Expression:
 
 def _anonymous(node: exp.Expression) -> exp.Expression:
     name = str(node.this).upper()
-    if name in _UNSUPPORTED_NAMES:
-        return unsupported(_UNSUPPORTED_NAMES[name])
     args = node.expressions
+    if name == "ASSERT_TRUE" and len(args) in (1, 2):
+        # NULL when the condition holds, an error otherwise (a NULL condition included)
+        text = f"'{args[0].sql(dialect='spark')}' is not true!"
+        message = args[1] if len(args) == 2 else exp.Literal.string(text)
+        fail = exp.Anonymous(this="error", expressions=[message])
+        return exp.Case(ifs=[exp.If(this=args[0], true=exp.Null())], default=fail)
+    if name == "RAISE_ERROR" and len(args) == 1:
+        return exp.Anonymous(this="error", expressions=[args[0]])
     if name in ("ISNULL", "ISNOTNULL") and len(args) == 1:
         test = exp.Is(this=args[0], expression=exp.Null())
         return test if name == "ISNULL" else exp.Not(this=test)
