@@ -15,6 +15,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 from tests.conftest import _make_catalog
+from tests.functional.conftest import lake_target
 
 CUSTOMERS = """
 {{ config(materialized='table') }}
@@ -113,15 +114,10 @@ def model(dbt, session):
 def dbt_profile_target(request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
     catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
     catalog = next(catalogs)
+    # duckdb_attach is not a profile field: the checks use it
     yield {
-        "type": "ducklake",
-        "metadata": catalog.metadata,
-        "data_path": catalog.data_path,
-        "threads": 1,
-        "spark_master": "local[2]",
-        "spark_conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-        "author": "dbt-tests",
-        "duckdb_attach": catalog.duckdb_attach,  # not a profile field: for the checks
+        **lake_target(catalog.metadata, catalog.data_path),
+        "duckdb_attach": catalog.duckdb_attach,
     }
     next(catalogs, None)  # drops the PostgreSQL database
 

@@ -16,7 +16,6 @@ from .lake.connect import parse_metadata
 from .lake.errors import LakeError
 from .lake.secrets import Secrets
 from .spark.session import SessionConfig
-from .spark.shipping import is_local_master
 
 
 @dataclass
@@ -87,14 +86,10 @@ class DucklakeCredentials(Credentials):
         if self.author is None:
             self.author = _os_user()
 
-    @property
-    def runs_on_this_machine(self) -> bool:
-        return not self.spark_remote and is_local_master(self.spark_master)
-
     def require_shared(self, data_path: str, source: str) -> None:
         """Executors of a cluster or a Connect server resolve a relative path against
         their own working directory, so they would write files the catalog never finds."""
-        if self.runs_on_this_machine or "://" in data_path:
+        if self.session_config().local or "://" in data_path:
             return
         if not os.path.isabs(os.path.expanduser(data_path)):
             where = (

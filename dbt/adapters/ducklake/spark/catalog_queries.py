@@ -177,9 +177,13 @@ def _view_row(catalog: str, v: ViewInfo) -> tuple[Any, ...]:
 
 
 def _view_definition(catalog: str, v: ViewInfo) -> tuple[Any, ...]:
-    body = v.sql.replace("{DUCKLAKE_CATALOG}", catalog).rstrip().rstrip(";")
-    text = f"CREATE VIEW {v.name} AS {body};"
+    text = f"CREATE VIEW {v.name} AS {_view_sql(v, catalog).rstrip().rstrip(';')};"
     return (catalog, v.schema_name, v.name, text, "NONE", "NO", "NO", "NO", "NO", "NO")
+
+
+def _view_sql(v: ViewInfo, catalog: str) -> str:
+    """A view's DuckDB text as DuckDB shows it: `{DUCKLAKE_CATALOG}` is the lake's name."""
+    return v.sql.replace("{DUCKLAKE_CATALOG}", catalog)
 
 
 def _numeric(type_name: str) -> tuple[int | None, int | None, int | None]:
@@ -408,22 +412,27 @@ def _show_tables(
     return _frame(spark, [*columns, ("information", _S)], rows)
 
 
+def _details(cat: CatalogReader, catalog_name: str, r: _Relation) -> list[tuple[str, str]]:
+    """What Spark shows of a relation in SHOW TABLE EXTENDED and DESCRIBE EXTENDED."""
+    details = [("Catalog", catalog_name), ("Database", r.schema), ("Table", r.name)]
+    if r.table is not None:
+        details += [("Type", "MANAGED"), ("Provider", "ducklake")]
+        details.append(("Location", cat.table_root(r.table)))
+        comment = r.table.comment
+    else:
+        assert r.view is not None
+        details += [("Type", "VIEW"), ("Provider", "ducklake")]
+        details.append(("View Text", _view_sql(r.view, catalog_name)))
+        comment = r.view.comment
+    return details + ([("Comment", comment)] if comment else [])
+
+
 def _information(
     spark: SparkSession, lake: Lake, cat: CatalogReader, catalog_name: str, r: _Relation
 ) -> str:
     """The text Spark puts in SHOW TABLE EXTENDED's `information`, which dbt-spark reads
     for the relation type and columns."""
-    lines = [f"Catalog: {catalog_name}", f"Database: {r.schema}", f"Table: {r.name}"]
-    if r.table is not None:
-        lines += ["Type: MANAGED", "Provider: ducklake", f"Location: {cat.table_root(r.table)}"]
-        comment = r.table.comment
-    else:
-        assert r.view is not None
-        text = r.view.sql.replace("{DUCKLAKE_CATALOG}", catalog_name)
-        lines += ["Type: VIEW", "Provider: ducklake", f"View Text: {text}"]
-        comment = r.view.comment
-    if comment:
-        lines.append(f"Comment: {comment}")
+    lines = [f"{k}: {v}" for k, v in _details(cat, catalog_name, r)]
     schema = T.StructType(_fields(spark, lake, cat, r))
     lines.append("Schema: " + schema.treeString().rstrip("\n"))
     return "\n".join(lines) + "\n"
@@ -442,25 +451,7 @@ def _describe(
         (f.name, f.dataType.simpleString(), f.metadata.get("comment") or None) for f in fields
     ]
     if extended:
-        detail = [
-            ("Catalog", catalog_name),
-            ("Database", relation.schema),
-            ("Table", relation.name),
-            ("Type", "MANAGED" if relation.table is not None else "VIEW"),
-            ("Provider", "ducklake"),
-        ]
-        if relation.table is not None:
-            detail.append(("Location", cat.table_root(relation.table)))
-            comment = relation.table.comment
-        else:
-            assert relation.view is not None
-            detail.append(
-                ("View Text", relation.view.sql.replace("{DUCKLAKE_CATALOG}", catalog_name))
-            )
-            comment = relation.view.comment
-        if comment:
-            detail.append(("Comment", comment))
         rows += [("", "", ""), ("# Detailed Table Information", "", "")]
-        rows += [(k, v, "") for k, v in detail]
+        rows += [(k, v, "") for k, v in _details(cat, catalog_name, relation)]
     columns = [("col_name", _S), ("data_type", _S), ("comment", _S)]
     return _frame(spark, columns, rows)

@@ -18,8 +18,6 @@ from typing import cast
 import sqlglot
 from sqlglot import exp
 
-_DONE = "ducklake_duckdb"  # meta flag: a node this module already rewrote
-
 _INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT}
 _INTEGRAL |= {exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
 
@@ -71,22 +69,21 @@ def duckdb_view_sql(query: exp.Expression) -> str:
     return root.sql(dialect="duckdb")
 
 
+def _error(message: str | exp.Expression) -> exp.Expression:
+    """DuckDB's error(): fails the query, with `message`, where it is evaluated."""
+    text = exp.Literal.string(message) if isinstance(message, str) else message
+    return exp.Anonymous(this="error", expressions=[text])
+
+
 def unsupported(construct: str) -> exp.Expression:
     message = (
         f"{construct} is Spark SQL without an equivalent in DuckDB: this view was written "
         "by dbt-ducklake and reads only through Spark"
     )
-    return _done(exp.Anonymous(this="error", expressions=[exp.Literal.string(message)]))
-
-
-def _done(node: exp.Expression) -> exp.Expression:
-    node.meta[_DONE] = True
-    return node
+    return _error(message)
 
 
 def _rewrite(node: exp.Expression) -> exp.Expression:
-    if node.meta.get(_DONE):
-        return node
     for kind, construct in _UNSUPPORTED.items():
         if type(node) is kind:
             return unsupported(construct)
@@ -99,7 +96,7 @@ def _cast(node: exp.Expression) -> exp.Expression:
     Spark truncates fractions cast to an integer where DuckDB rounds."""
     assert isinstance(node, exp.Cast)
     if isinstance(node, exp.TryCast) and node.args.get("safe"):
-        return _done(node)
+        return node
     to = node.args["to"]
     operand = node.this
     if to.this in _TEXT and not isinstance(operand, exp.Literal):
@@ -116,7 +113,7 @@ def _cast(node: exp.Expression) -> exp.Expression:
     if to.this in _INTEGRAL and not (isinstance(operand, exp.Literal) and operand.is_int):
         decimal = exp.DataType.build("DECIMAL(38, 9)")
         operand = exp.func("TRUNC", exp.Cast(this=operand, to=decimal))
-    return _done(exp.Cast(this=operand, to=to))
+    return exp.Cast(this=operand, to=to)
 
 
 _TEXT = {exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR}
@@ -147,7 +144,7 @@ _AS_TIMESTAMP = """CASE
 
 def _as_timestamp(operand: exp.Expression) -> exp.Expression:
     text = _AS_TIMESTAMP.format(x=operand.sql(dialect="duckdb"))
-    return _done(cast(exp.Expression, sqlglot.parse_one(text, read="duckdb")))
+    return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
 
 
 def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
@@ -158,7 +155,7 @@ def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
     )
     text = _AS_TEXT.format(x=x, double=double, nested=nested)
     parsed = cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
-    return _done(parsed)
+    return parsed
 
 
 def _division(node: exp.Expression) -> exp.Expression:
@@ -166,31 +163,31 @@ def _division(node: exp.Expression) -> exp.Expression:
     divisor = node.args["expression"]
     if isinstance(divisor, exp.Literal) and not divisor.is_string and float(divisor.this) != 0:
         node.set("safe", None)
-        return _done(node)
+        return node
     kind = "REMAINDER_BY_ZERO" if isinstance(node, exp.Mod) else "DIVIDE_BY_ZERO"
-    message = exp.Literal.string(f"[{kind}] division by zero, as Spark (ANSI) reports it")
+    message = f"[{kind}] division by zero, as Spark (ANSI) reports it"
     # Spark checks the divisor only when the dividend is not NULL
     zero = exp.and_(
         exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
         exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
     )
     guarded = exp.Case(
-        ifs=[exp.If(this=zero, true=exp.Anonymous(this="error", expressions=[message]))],
+        ifs=[exp.If(this=zero, true=_error(message))],
         default=divisor,
     )
-    node.set("expression", _done(guarded))
+    node.set("expression", guarded)
     node.set("safe", None)
-    return _done(node)
+    return node
 
 
 def _as_date(node: exp.Expression) -> exp.Expression:
     """date_add, date_sub and add_months return DATE in Spark, TIMESTAMP in DuckDB."""
-    return exp.Cast(this=_done(node), to=exp.DataType.build("DATE"))
+    return exp.Cast(this=node, to=exp.DataType.build("DATE"))
 
 
 def _months_between(node: exp.Expression) -> exp.Expression:
     # Spark rounds months_between to 8 digits
-    return exp.Anonymous(this="ROUND", expressions=[_done(node), exp.Literal.number(8)])
+    return exp.Anonymous(this="ROUND", expressions=[node, exp.Literal.number(8)])
 
 
 def _unit(node: exp.Expression) -> exp.Expression:
@@ -199,7 +196,7 @@ def _unit(node: exp.Expression) -> exp.Expression:
     if name not in _UNITS:
         return unsupported(f"truncating to {name or 'this unit'}")
     node.set("unit", exp.Literal.string(_UNITS[name]))
-    return _done(node)
+    return node
 
 
 def _date_trunc(node: exp.Expression) -> exp.Expression:
@@ -211,7 +208,7 @@ def _date_trunc(node: exp.Expression) -> exp.Expression:
 
 
 def _day_of_week(node: exp.Expression) -> exp.Expression:
-    return exp.Add(this=_done(node), expression=exp.Literal.number(1))  # Spark: Sunday = 1
+    return exp.Add(this=node, expression=exp.Literal.number(1))  # Spark: Sunday = 1
 
 
 def _unix_time(node: exp.Expression) -> exp.Expression:
@@ -220,7 +217,7 @@ def _unix_time(node: exp.Expression) -> exp.Expression:
         return node  # an explicit format: sqlglot's strptime translation
     moment = exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMPTZ"))
     seconds = exp.Anonymous(this="EPOCH", expressions=[moment])
-    return _done(exp.Cast(this=seconds, to=exp.DataType.build("BIGINT")))
+    return exp.Cast(this=seconds, to=exp.DataType.build("BIGINT"))
 
 
 def _bracket(node: exp.Expression) -> exp.Expression:
@@ -232,7 +229,7 @@ def _bracket(node: exp.Expression) -> exp.Expression:
     literal = isinstance(index, exp.Literal) and index.is_int
     negative = isinstance(index, exp.Neg) and isinstance(index.this, exp.Literal)
     if node.args.get("safe") or not (literal or negative):
-        return _done(node)  # try_element_at, a map key or a computed index
+        return node  # try_element_at, a map key or a computed index
     assert index is not None
     offset = int(node.args.get("offset") or 0)
     position = -int(index.this.this) if negative else int(index.this) + 1 - offset
@@ -241,16 +238,14 @@ def _bracket(node: exp.Expression) -> exp.Expression:
     array = node.this
     length = exp.func("LEN", array.copy())
     message = "[INVALID_ARRAY_INDEX] the array index is out of bounds, as Spark reports it"
-    error = _done(exp.Anonymous(this="error", expressions=[exp.Literal.string(message)]))
+    error = _error(message)
     in_range = exp.GTE(this=length, expression=exp.Literal.number(abs(position)))
-    return _done(
-        exp.Case(
-            ifs=[
-                exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
-                exp.If(this=in_range, true=_done(node)),
-            ],
-            default=error,
-        )
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
+            exp.If(this=in_range, true=node),
+        ],
+        default=error,
     )
 
 
@@ -264,7 +259,7 @@ def _sequence(node: exp.Expression) -> exp.Expression:
             default=exp.Literal.number(-1),
         )
         node.set("step", step)
-    return _done(node)
+    return node
 
 
 def _exists(node: exp.Expression) -> exp.Expression:
@@ -272,7 +267,7 @@ def _exists(node: exp.Expression) -> exp.Expression:
     some predicate is NULL)."""
     lam = node.args.get("expression")
     if not isinstance(lam, exp.Lambda):
-        return _done(node)  # EXISTS (subquery)
+        return node  # EXISTS (subquery)
     array = node.this
 
     def any_element(body: exp.Expression) -> exp.Expression:
@@ -281,28 +276,26 @@ def _exists(node: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="LIST_CONTAINS", expressions=[listed, exp.true()])
 
     unknown = exp.Is(this=exp.Paren(this=lam.this.copy()), expression=exp.Null())
-    return _done(
-        exp.Case(
-            ifs=[
-                exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
-                exp.If(this=any_element(lam.this.copy()), true=exp.true()),
-                exp.If(this=any_element(unknown), true=exp.Null()),
-            ],
-            default=exp.false(),
-        )
+    return exp.Case(
+        ifs=[
+            exp.If(this=exp.Is(this=array.copy(), expression=exp.Null()), true=exp.Null()),
+            exp.If(this=any_element(lam.this.copy()), true=exp.true()),
+            exp.If(this=any_element(unknown), true=exp.Null()),
+        ],
+        default=exp.false(),
     )
 
 
 def _position(node: exp.Expression) -> exp.Expression:
     """array_position is 0 when absent in Spark, NULL in DuckDB."""
-    found = exp.Coalesce(this=_done(node.copy()), expressions=[exp.Literal.number(0)])
+    found = exp.Coalesce(this=node.copy(), expressions=[exp.Literal.number(0)])
     missing = exp.Is(this=node.this.copy(), expression=exp.Null())
     return exp.If(this=missing, true=exp.Null(), false=found)
 
 
 def _collect(node: exp.Expression) -> exp.Expression:
     """collect_list / collect_set of no rows is [] in Spark, NULL in DuckDB."""
-    return exp.Coalesce(this=_done(node), expressions=[exp.Array(expressions=[])])
+    return exp.Coalesce(this=node, expressions=[exp.Array(expressions=[])])
 
 
 def _anonymous(node: exp.Expression) -> exp.Expression:
@@ -312,10 +305,10 @@ def _anonymous(node: exp.Expression) -> exp.Expression:
         # NULL when the condition holds, an error otherwise (a NULL condition included)
         text = f"'{args[0].sql(dialect='spark')}' is not true!"
         message = args[1] if len(args) == 2 else exp.Literal.string(text)
-        fail = exp.Anonymous(this="error", expressions=[message])
+        fail = _error(message)
         return exp.Case(ifs=[exp.If(this=args[0], true=exp.Null())], default=fail)
     if name == "RAISE_ERROR" and len(args) == 1:
-        return exp.Anonymous(this="error", expressions=[args[0]])
+        return _error(args[0])
     if name in ("ISNULL", "ISNOTNULL") and len(args) == 1:
         test = exp.Is(this=args[0], expression=exp.Null())
         return test if name == "ISNULL" else exp.Not(this=test)

@@ -55,6 +55,11 @@ class SessionConfig:
     # it on this process's stderr
     console_log: str | None = None
 
+    @property
+    def local(self) -> bool:
+        """Executors run on this machine (a local master, not Connect)."""
+        return not self.remote and is_local_master(self.master)
+
     def validate(self) -> None:
         if self.master and self.remote:
             raise ValueError(
@@ -88,7 +93,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
-        local = not config.remote and is_local_master(config.master)
+        local = config.local
         python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
         if python:
             os.environ["PYSPARK_PYTHON"] = python

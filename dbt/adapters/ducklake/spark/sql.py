@@ -130,14 +130,15 @@ class LakeSQL:
 
     def rewrite(self, text: str) -> str:
         tree = _parse(text)
-        refs = self._lake_refs(tree, text, self.lake.catalog())
+        cat = self.lake.catalog()
+        refs = self._lake_refs(tree, text, cat)
         spans: list[tuple[int, int, DataFrame]] = []
         self.last_scans = []
         for ref in refs:
             self._check_unchanged(ref.schema, ref.name, ref.at)
             spans.append((ref.start, ref.end, self._scan(ref)))
         spans += self._feed_calls(tree, text)
-        spans += self._information_schema(tree)
+        spans += self._information_schema(tree, cat)
         edits = []
         for start, end, df in spans:
             view = self._register(df)
@@ -176,10 +177,11 @@ class LakeSQL:
         df.createOrReplaceTempView(view)
         return view
 
-    def _information_schema(self, tree: exp.Expression) -> list[tuple[int, int, DataFrame]]:
+    def _information_schema(
+        self, tree: exp.Expression, cat: CatalogReader
+    ) -> list[tuple[int, int, DataFrame]]:
         """`[lake.]information_schema.tables` and friends: DuckDB's views over the catalog."""
         spans = []
-        cat: CatalogReader | None = None
         for table in tree.find_all(exp.Table):
             db, catalog, name_id = table.args.get("db"), table.args.get("catalog"), table.this
             if db is None or db.name.lower() != INFORMATION_SCHEMA or "start" not in db.meta:
@@ -190,7 +192,6 @@ class LakeSQL:
             if view not in INFORMATION_SCHEMA_VIEWS:
                 known = ", ".join(INFORMATION_SCHEMA_VIEWS)
                 raise LakeSQLError(f"information_schema.{view}: the lake answers {known}")
-            cat = cat or self.lake.catalog()
             df = information_schema(self.spark, self.lake, self.catalog_name, view, cat)
             start = (catalog or db).meta["start"]
             spans.append((start, name_id.meta["end"] + 1, df))
