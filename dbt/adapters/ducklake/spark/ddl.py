@@ -18,6 +18,7 @@ from ..lake.transaction import Transaction
 from ..lake.types import ColumnSpec, parse_type
 from .duckdb_views import duckdb_view_sql
 from .engine import CommitInfo, begin, finish
+from .view_types import Columns
 
 
 class DDLError(ValueError):
@@ -48,11 +49,13 @@ def run_ddl(
     commit: CommitInfo | None,
     view_sql: str | None = None,
     tx: Transaction | None = None,
+    view_reads: Columns | None = None,
 ) -> Snapshot | None:
-    """Apply one DDL statement; `view_sql` is the Spark text of a CREATE VIEW's query."""
+    """Apply one DDL statement; `view_sql` is the Spark text of a CREATE VIEW's query,
+    `view_reads` the column types of the relations it reads."""
     own = tx is None
     tx = tx or begin(lake, commit)
-    _stage(tx, tree, default_schema, view_sql)
+    _stage(tx, tree, default_schema, view_sql, view_reads)
     return finish(tx, own)
 
 
@@ -68,7 +71,11 @@ def _names(table: exp.Expression, default_schema: str) -> tuple[str, str]:
 
 
 def _stage(
-    tx: Transaction, tree: exp.Expression, default_schema: str, view_sql: str | None
+    tx: Transaction,
+    tree: exp.Expression,
+    default_schema: str,
+    view_sql: str | None,
+    view_reads: Columns | None = None,
 ) -> None:
     kind = str(tree.args.get("kind") or "").upper()
     if isinstance(tree, exp.Create) and kind == "SCHEMA":
@@ -110,7 +117,7 @@ def _stage(
         tx.create_view(
             schema,
             name,
-            duckdb_view_sql(query),
+            duckdb_view_sql(query, view_reads, default_schema),
             dialect="duckdb",
             column_aliases=aliases,
             or_replace=bool(tree.args.get("replace")),

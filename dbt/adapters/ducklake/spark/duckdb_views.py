@@ -13,10 +13,12 @@ differently. Spark keeps reading the view from its own text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
+
+from .view_types import OPERANDS, Columns, Number, aggregate, annotate_operands, arithmetic
 
 _INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT}
 _INTEGRAL |= {exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
@@ -50,13 +52,17 @@ _UNSUPPORTED: dict[type[exp.Expression], str] = {
 }
 
 
-def duckdb_view_sql(query: exp.Expression) -> str:
-    """The DuckDB text to store for a view whose Spark query is `query`.
+def duckdb_view_sql(
+    query: exp.Expression, columns: Columns | None = None, default_schema: str = "main"
+) -> str:
+    """The DuckDB text to store for a view whose Spark query is `query`; `columns` are the
+    Spark types of the relations it reads (divisions of DECIMALs depend on them).
 
     Children are rewritten before their parents (reversed pre-order), so a rule sees
     operands that are already DuckDB's; each node of the Spark tree is visited once.
     """
     root = query.copy()
+    annotate_operands(root, columns or {}, default_schema)
     for node in reversed(list(root.walk())):
         parent, key, index = node.parent, node.arg_key, node.index
         new = _rewrite(cast(exp.Expression, node))
@@ -159,25 +165,134 @@ def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
 
 
 def _division(node: exp.Expression) -> exp.Expression:
-    """x / 0 and x % 0 fail in Spark (ANSI); DuckDB answers NULL or infinity."""
+    """x / 0 and x % 0 fail in Spark (ANSI); DuckDB answers NULL or infinity. Spark
+    divides DECIMALs exactly, DuckDB into a DOUBLE (see `_quotient`)."""
     divisor = node.args["expression"]
-    if isinstance(divisor, exp.Literal) and not divisor.is_string and float(divisor.this) != 0:
-        node.set("safe", None)
-        return node
-    kind = "REMAINDER_BY_ZERO" if isinstance(node, exp.Mod) else "DIVIDE_BY_ZERO"
-    message = f"[{kind}] division by zero, as Spark (ANSI) reports it"
-    # Spark checks the divisor only when the dividend is not NULL
-    zero = exp.and_(
-        exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
-        exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
-    )
-    guarded = exp.Case(
-        ifs=[exp.If(this=zero, true=_error(message))],
-        default=divisor,
-    )
-    node.set("expression", guarded)
+    if not (isinstance(divisor, exp.Literal) and not divisor.is_string and float(divisor.this)):
+        kind = "REMAINDER_BY_ZERO" if isinstance(node, exp.Mod) else "DIVIDE_BY_ZERO"
+        message = f"[{kind}] division by zero, as Spark (ANSI) reports it"
+        # Spark checks the divisor only when the dividend is not NULL
+        zero = exp.and_(
+            exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
+            exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null())),
+        )
+        guarded = exp.Case(ifs=[exp.If(this=zero, true=_error(message))], default=divisor)
+        node.set("expression", guarded)
     node.set("safe", None)
-    return node
+    if isinstance(node, exp.Div):
+        return _quotient(node)
+    left, right = node.meta.get(OPERANDS) or (None, None)
+    if left and right and "decimal" not in (left.kind, right.kind):
+        return node
+    if left and right and "fractional" in (left.kind, right.kind):
+        return node  # a DOUBLE in both engines
+    what = "the remainder (%)" if isinstance(node, exp.Mod) else "div"
+    return _no_decimals(node, f"{what} of a DECIMAL")
+
+
+def _safe_division(node: exp.Expression) -> exp.Expression:
+    """try_divide: NULL for a zero divisor in both engines; DECIMALs as `_quotient`."""
+    divisor = node.args["expression"]
+    division = exp.Div(this=exp.paren(node.this), expression=exp.paren(divisor.copy()))
+    quotient = _quotient(division, node.meta)
+    nonzero = exp.NEQ(this=divisor, expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=nonzero, true=quotient)], default=exp.Null())
+
+
+def _quotient(node: exp.Expression, meta: dict[str, Any] | None = None) -> exp.Expression:
+    """A DECIMAL divided by a DECIMAL or an integer is a DECIMAL in Spark, computed
+    exactly and rounded half up to the scale of Spark's result type; DuckDB would return
+    a DOUBLE. With both operand types known, DuckDB computes Spark's DECIMAL exactly;
+    with either unknown, DuckDB refuses decimals rather than round differently."""
+    left, right = (meta or node.meta).get(OPERANDS) or (None, None)
+    if left is None or right is None:
+        return _no_decimals(node, "dividing a DECIMAL whose Spark type is not known here")
+    if "fractional" in (left.kind, right.kind) or left.kind == right.kind == "integral":
+        return node  # a DOUBLE in both engines
+    result = arithmetic(exp.Div, left, right)
+    (_, left_scale), (_, right_scale) = left.as_decimal(), right.as_decimal()
+    return _exact_quotient(node.this, left_scale, node.expression, right_scale, result)
+
+
+def _exact_quotient(
+    dividend: exp.Expression,
+    dividend_scale: int,
+    divisor: exp.Expression,
+    divisor_scale: int,
+    result: Number,
+) -> exp.Expression:
+    """dividend / divisor as DECIMAL(p, s) = `result`, in DuckDB's 128-bit integers: both
+    operands unscaled, the dividend shifted to the result's scale, the quotient rounded
+    half up. An overflow fails in DuckDB (as a Spark overflow fails under ANSI)."""
+    shift = result.scale + divisor_scale - dividend_scale
+    numerator = _shifted(_unscaled(dividend, dividend_scale), max(shift, 0))
+    denominator = _shifted(_unscaled(divisor, divisor_scale), max(-shift, 0))
+    rounded = (
+        f"((2 * abs({numerator}) + abs({denominator})) // (2 * abs({denominator}))"
+        f" * sign({numerator}) * sign({denominator}))"
+    )
+    unit = f"CAST('{10**-result.scale:.{result.scale}f}' AS DECIMAL(38, {result.scale}))"
+    value = f"{rounded} * {unit}" if result.scale else rounded
+    text = f"CAST({value} AS DECIMAL({result.precision}, {result.scale}))"
+    return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
+
+
+def _unscaled(value: exp.Expression, scale: int) -> str:
+    """The 128-bit integer that is `value` times 10^scale (a DECIMAL's unscaled value)."""
+    decimal = f"CAST({value.sql(dialect='duckdb')} AS DECIMAL(38, {scale}))"
+    return f"CAST({_shifted(decimal, scale)} AS HUGEINT)"
+
+
+def _shifted(value: str, exponent: int) -> str:
+    """value * 10^exponent, exact (DuckDB fails on an overflow)."""
+    return f"({value} * CAST('{10**exponent}' AS HUGEINT))" if exponent else value
+
+
+def _average(node: exp.Expression) -> exp.Expression:
+    """avg of a DECIMAL(p, s) is a DECIMAL(p + 4, s + 4) in Spark, a DOUBLE in DuckDB."""
+    (argument,) = node.meta.get(OPERANDS) or (None,)
+    if argument is not None and argument.kind != "decimal":
+        return node
+    if isinstance(node.parent, exp.Window):
+        node.meta[_WINDOWED_AVERAGE] = argument is not None
+        return node  # the window decides (`_window`)
+    if argument is None:
+        total = exp.Sum(this=node.this.copy())
+        return _refuse_decimal([total], node, "avg of a DECIMAL whose Spark type is not known here")
+    total, count = exp.Sum(this=node.this.copy()), exp.Count(this=node.this.copy())
+    result = aggregate(exp.Avg, argument)
+    return _exact_quotient(total, argument.scale, count, 0, result)
+
+
+_WINDOWED_AVERAGE = "ducklake_windowed_average"  # meta: whether the argument is a DECIMAL
+
+
+def _window(node: exp.Expression) -> exp.Expression:
+    """A windowed avg of a DECIMAL has no DuckDB form here: DuckDB refuses the view."""
+    known_decimal = node.this.meta.get(_WINDOWED_AVERAGE)
+    if known_decimal is None:
+        return node
+    if known_decimal:
+        return unsupported("a windowed avg of a DECIMAL")
+    total = node.copy()
+    total.set("this", exp.Sum(this=node.this.this.copy()))
+    return _refuse_decimal([total], node, "a windowed avg of a DECIMAL")
+
+
+def _no_decimals(node: exp.Expression, construct: str) -> exp.Expression:
+    """`node` unless an operand is a DECIMAL in DuckDB, which then refuses it."""
+    return _refuse_decimal([node.this, node.args["expression"]], node, construct)
+
+
+def _refuse_decimal(
+    probes: list[exp.Expression], node: exp.Expression, construct: str
+) -> exp.Expression:
+    """`node`, unless a probe is a DECIMAL in DuckDB (its type is known when DuckDB binds
+    the view): then DuckDB refuses the view, naming the construct."""
+    typed = [exp.Anonymous(this="typeof", expressions=[p.copy()]) for p in probes]
+    pattern = exp.Literal.string("DECIMAL%")
+    decimal = exp.or_(*(exp.Like(this=t, expression=pattern) for t in typed))
+    return exp.Case(ifs=[exp.If(this=decimal, true=unsupported(construct))], default=node)
 
 
 def _as_date(node: exp.Expression) -> exp.Expression:
@@ -337,4 +452,7 @@ _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] =
     exp.Div: _division,
     exp.Mod: _division,
     exp.IntDiv: _division,
+    exp.SafeDivide: _safe_division,
+    exp.Avg: _average,
+    exp.Window: _window,
 }

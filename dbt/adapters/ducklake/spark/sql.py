@@ -58,7 +58,8 @@ from .statements import (
     parse_layout_alter,
     split_statements,
 )
-from .views import scan_relation
+from .view_types import Columns
+from .views import read_columns, scan_relation
 
 _ids = itertools.count()
 # unreadable statements become exp.Command, reported by this module as an error; sqlglot
@@ -438,11 +439,16 @@ class LakeSQL:
             return None
         if isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             view_sql = _view_text(tree, text)
-            if view_sql is not None:
-                self._check_view_query(tree, view_sql)
+            columns = self._check_view_query(tree, view_sql) if view_sql is not None else None
             try:
                 return run_ddl(
-                    self.lake, tree, self.default_schema, self.commit, view_sql, tx=self._tx
+                    self.lake,
+                    tree,
+                    self.default_schema,
+                    self.commit,
+                    view_sql,
+                    tx=self._tx,
+                    view_reads=columns,
                 )
             except DDLError as exc:
                 raise LakeSQLError(str(exc)) from exc
@@ -452,17 +458,18 @@ class LakeSQL:
             f"starting {start!r})"
         )
 
-    def _check_view_query(self, tree: exp.Expression, view_sql: str) -> None:
+    def _check_view_query(self, tree: exp.Expression, view_sql: str) -> Columns | None:
         """Spark analyses the view's query before it is stored: a missing table or
         column fails CREATE VIEW (as in dbt-spark), not the first reader. Inside a
         block that changed a relation the query reads, the check waits for a reader:
-        the block's own changes are not visible to a scan before COMMIT."""
+        the block's own changes are not visible to a scan before COMMIT. Returns the
+        column types of the relations the query reads (None when unchecked)."""
         query = _parse(view_sql)
         if self._tx is not None:
             for table in query.find_all(exp.Table):
                 schema = table.db or self.default_schema
                 if self._tx.has_changed(schema, table.name):
-                    return
+                    return None
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         name = ".".join(p.name for p in target.parts)
         try:
@@ -472,6 +479,7 @@ class LakeSQL:
             raise LakeSQLError(f"view {name}: {spark_error_text(exc, self.written_as)}") from exc
         except LakeSQLError as exc:
             raise LakeSQLError(f"view {name}: {exc}") from exc
+        return read_columns(self.spark, self.lake, query, self.default_schema)
 
     def _spark_temp_view(self, tree: exp.Expression) -> bool:
         kind = str(tree.args.get("kind") or "").upper()

@@ -11,13 +11,17 @@ import itertools
 from datetime import datetime
 
 import sqlglot
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
-from ..lake.errors import CatalogNotFoundError
+from ..lake.errors import CatalogNotFoundError, LakeError
 from ..lake.lake import Lake
 from ..lake.reader import CatalogReader
 from .scan import scan_table
+from .types import UnsupportedTypeError, spark_schema
 
 _ids = itertools.count()
 MAX_VIEW_DEPTH = 16
@@ -85,3 +89,39 @@ def _relation(
     except CatalogNotFoundError:
         return None
     return _view(spark, lake, cat, schema, name, depth + 1)
+
+
+def read_columns(
+    spark: SparkSession, lake: Lake, query: exp.Expression, default_schema: str
+) -> dict[str, dict[str, dict[str, str]]]:
+    """The Spark column types of the relations `query` reads, by schema and name (what
+    the DuckDB translation of a view needs to know about DECIMALs): lake tables from the
+    catalog, lake views and Spark temporary views from Spark's analysis. A relation that
+    cannot be resolved is left out; its columns count as unknown."""
+    cat = lake.catalog()
+    ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
+    found: dict[str, dict[str, dict[str, str]]] = {}
+    for table in query.find_all(exp.Table):
+        if not table.name or (not table.db and table.name.lower() in ctes):
+            continue
+        schema = table.db or default_schema
+        info = cat.find_table(schema, table.name)
+        try:
+            if info is not None:
+                fields = spark_schema(cat.columns(info.table_id)).fields
+            else:
+                fields = _read_schema(spark, lake, cat, table, schema).fields
+        except (LakeError, PySparkException, SqlglotError, UnsupportedTypeError):
+            continue
+        columns = {f.name: f.dataType.simpleString() for f in fields}
+        found.setdefault(schema, {})[table.name] = columns
+    return found
+
+
+def _read_schema(
+    spark: SparkSession, lake: Lake, cat: CatalogReader, table: exp.Table, schema: str
+) -> StructType:
+    try:
+        return _view(spark, lake, cat, schema, table.name, depth=0).schema
+    except CatalogNotFoundError:  # a Spark temporary view or table
+        return spark.table(table.sql(dialect="spark")).schema
