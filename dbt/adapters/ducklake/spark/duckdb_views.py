@@ -18,6 +18,7 @@ from typing import Any, cast
 import sqlglot
 from sqlglot import exp
 
+from .view_functions import unchecked_function
 from .view_types import OPERANDS, Columns, Number, aggregate, annotate_operands, arithmetic
 
 _INTEGRAL = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT}
@@ -49,6 +50,7 @@ _UNSUPPORTED: dict[type[exp.Expression], str] = {
     exp.FromJson: "from_json",
     exp.ApproxQuantile: "percentile_approx (a different approximation)",
     exp.Flatten: "flatten (NULL elements)",
+    exp.Corr: "corr (a one-row group is NULL in Spark, NaN in DuckDB)",
 }
 
 
@@ -93,6 +95,12 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     for kind, construct in _UNSUPPORTED.items():
         if type(node) is kind:
             return unsupported(construct)
+    name = unchecked_function(node)
+    if name is not None:
+        return _error(
+            f"the Spark function {name} has no DuckDB translation checked by dbt-ducklake: "
+            "this view reads only through Spark"
+        )
     rule = _RULES.get(type(node))
     return rule(node) if rule is not None else node
 
@@ -429,7 +437,15 @@ def _anonymous(node: exp.Expression) -> exp.Expression:
         return test if name == "ISNULL" else exp.Not(this=test)
     if name == "CARDINALITY" and len(args) == 1:
         return exp.ArraySize(this=args[0])
+    if name == "OCTET_LENGTH" and len(args) == 1:
+        return exp.Anonymous(this="STRLEN", expressions=args)  # UTF-8 bytes
     return node
+
+
+def _nanvl(node: exp.Expression) -> exp.Expression:
+    """nanvl(a, b): b where a is NaN; DuckDB has no nanvl."""
+    nan = exp.Anonymous(this="ISNAN", expressions=[node.this.copy()])
+    return exp.Case(ifs=[exp.If(this=nan, true=node.expression)], default=node.this)
 
 
 _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] = {
@@ -455,4 +471,5 @@ _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] =
     exp.SafeDivide: _safe_division,
     exp.Avg: _average,
     exp.Window: _window,
+    exp.Nanvl: _nanvl,
 }
