@@ -219,6 +219,10 @@ SCALARS = [
     "round(dec, 1) / 3",
     "dec % 2",
     "dec div 2",
+    "mod(CAST(dec AS DECIMAL(28,6)), CAST(20 / 3 AS DECIMAL(28,6)))",
+    "dec % 0.3",
+    "-dec div 0.3",
+    "round(dec, 1) % 3",
     # math, dates and strings dbt packages emit (dbt-utils' haversine distance, …)
     "current_timestamp() > TIMESTAMP '2020-01-01 00:00:00'",
     "current_date() > DATE '2020-01-01'",
@@ -313,8 +317,7 @@ UNSUPPORTED = {
     "corr(d, i)": "corr",
     "hash(s)": "the Spark function hash has no DuckDB translation checked",
     "round(dec, 1) / 3": "dividing a DECIMAL whose Spark type is not known here",
-    "dec % 2": "the remainder (%) of a DECIMAL",
-    "dec div 2": "div of a DECIMAL",
+    "round(dec, 1) % 3": "the remainder (%) of a DECIMAL whose Spark type is not known here",
     "avg(dec) OVER": "a windowed avg of a DECIMAL",
 }
 

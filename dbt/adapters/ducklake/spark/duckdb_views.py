@@ -194,8 +194,25 @@ def _division(node: exp.Expression) -> exp.Expression:
         return node
     if left and right and "fractional" in (left.kind, right.kind):
         return node  # a DOUBLE in both engines
-    what = "the remainder (%)" if isinstance(node, exp.Mod) else "div"
-    return _no_decimals(node, f"{what} of a DECIMAL")
+    if left is None or right is None:
+        what = "the remainder (%)" if isinstance(node, exp.Mod) else "div"
+        return _no_decimals(node, f"{what} of a DECIMAL whose Spark type is not known here")
+    return _exact_integral(node, left, right)
+
+
+def _exact_integral(node: exp.Expression, left: Number, right: Number) -> exp.Expression:
+    """x % y and x div y of DECIMALs, exact as in Spark: both operands as integers at
+    their common scale, truncating toward zero (the remainder takes the dividend's sign)."""
+    scale = max(left.as_decimal()[1], right.as_decimal()[1])
+    x, y = _unscaled(node.this, scale), _unscaled(node.args["expression"], scale)
+    if isinstance(node, exp.IntDiv):
+        text = f"CAST({x} // {y} AS BIGINT)"
+    else:
+        result = arithmetic(exp.Mod, left, right)
+        text = (
+            f"CAST({_scaled_down(f'({x} % {y})', scale)} AS DECIMAL({result.precision}, {scale}))"
+        )
+    return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
 
 
 def _safe_division(node: exp.Expression) -> exp.Expression:
@@ -243,6 +260,13 @@ def _exact_quotient(
     value = f"{rounded} * {unit}" if result.scale else rounded
     text = f"CAST({value} AS DECIMAL({result.precision}, {result.scale}))"
     return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
+
+
+def _scaled_down(unscaled: str, scale: int) -> str:
+    """The DECIMAL whose unscaled value is the integer `unscaled`, exactly."""
+    if not scale:
+        return unscaled
+    return f"{unscaled} * CAST('{10**-scale:.{scale}f}' AS DECIMAL(38, {scale}))"
 
 
 def _unscaled(value: exp.Expression, scale: int) -> str:
