@@ -223,6 +223,10 @@ SCALARS = [
     "dec % 0.3",
     "-dec div 0.3",
     "round(dec, 1) % 3",
+    # FLOAT division is a DOUBLE in Spark, a FLOAT in DuckDB
+    "CAST(d AS FLOAT) / 3",
+    "ceil((CAST(d AS FLOAT) - CAST(0.1 AS FLOAT)) / 3 * 1e7)",
+    "floor(d)",
     # math, dates and strings dbt packages emit (dbt-utils' haversine distance, …)
     "current_timestamp() > TIMESTAMP '2020-01-01 00:00:00'",
     "current_date() > DATE '2020-01-01'",

@@ -230,10 +230,16 @@ def _quotient(node: exp.Expression, meta: dict[str, Any] | None = None) -> exp.E
     a DOUBLE. With both operand types known, DuckDB computes Spark's DECIMAL exactly;
     with either unknown, DuckDB refuses decimals rather than round differently."""
     left, right = (meta or node.meta).get(OPERANDS) or (None, None)
+    # otherwise a DOUBLE in Spark, where DuckDB divides FLOATs into a FLOAT
+    as_double = exp.Div(
+        this=exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")),
+        expression=node.args["expression"],
+    )
     if left is None or right is None:
-        return _no_decimals(node, "dividing a DECIMAL whose Spark type is not known here")
+        construct = "dividing a DECIMAL whose Spark type is not known here"
+        return _refuse_decimal([node.this, node.args["expression"]], as_double, construct)
     if "fractional" in (left.kind, right.kind) or left.kind == right.kind == "integral":
-        return node  # a DOUBLE in both engines
+        return as_double
     result = arithmetic(exp.Div, left, right)
     (_, left_scale), (_, right_scale) = left.as_decimal(), right.as_decimal()
     return _exact_quotient(node.this, left_scale, node.expression, right_scale, result)
@@ -466,6 +472,14 @@ def _anonymous(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _rounded(node: exp.Expression) -> exp.Expression:
+    """ceil / floor of a DOUBLE is a BIGINT in Spark, a DOUBLE in DuckDB."""
+    (operand,) = node.meta.get(OPERANDS) or (None,)
+    if operand is None or operand.kind != "fractional" or node.args.get("decimals"):
+        return node
+    return exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
+
+
 def _nanvl(node: exp.Expression) -> exp.Expression:
     """nanvl(a, b): b where a is NaN; DuckDB has no nanvl."""
     nan = exp.Anonymous(this="ISNAN", expressions=[node.this.copy()])
@@ -496,4 +510,6 @@ _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] =
     exp.Avg: _average,
     exp.Window: _window,
     exp.Nanvl: _nanvl,
+    exp.Ceil: _rounded,
+    exp.Floor: _rounded,
 }

@@ -65,7 +65,8 @@ def bounded(precision: int, scale: int) -> Number:
 
 
 # the constructs whose DuckDB text depends on the Spark types of their operands
-_TYPED = (exp.Div, exp.Mod, exp.IntDiv, exp.SafeDivide, exp.Avg)
+_TYPED = (exp.Div, exp.Mod, exp.IntDiv, exp.SafeDivide, exp.Avg, exp.Ceil, exp.Floor)
+_UNARY = (exp.Avg, exp.Ceil, exp.Floor)
 
 
 def annotate_operands(root: exp.Expression, columns: Columns, default_schema: str) -> None:
@@ -76,7 +77,7 @@ def annotate_operands(root: exp.Expression, columns: Columns, default_schema: st
         return
     types = _column_types(root, columns, default_schema)
     for node in typed:
-        operands = [node.this] if isinstance(node, exp.Avg) else [node.this, node.expression]
+        operands = [node.this] if isinstance(node, _UNARY) else [node.this, node.expression]
         node.meta[OPERANDS] = tuple(number_type(o, types) for o in operands)
 
 
@@ -96,7 +97,7 @@ def _column_types(
             schema=schema,
             db=default_schema,
             dialect="spark",
-            expand_stars=False,
+            expand_stars=True,  # a copy: the stored text keeps its stars
             validate_qualify_columns=False,
             quote_identifiers=False,
         )
