@@ -102,3 +102,34 @@ def test_drop_cascade_drops_the_views_reading_it_in_one_snapshot(
     }
     assert con.execute("SELECT count(*) FROM lake.main.unrelated").fetchone() == (3,)
     con.close()
+
+
+def test_a_star_grouped_by_positions_runs_as_packages_mean_it(
+    spark, sqlite_catalog: Catalog
+) -> None:  # type: ignore[no-untyped-def]
+    """dbt_utils.group_by writes `SELECT *, count(*) … GROUP BY 1, 2`, which Spark alone
+    refuses (STAR_GROUP_BY_POS): the star is expanded to its columns first."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
+    pets = "VALUES ('cat', 1), ('cat', 1), ('dog', 2) AS v(kind, legs)"
+    sql.execute(f"CREATE TABLE pets AS SELECT * FROM {pets}")
+    sql.execute(
+        "CREATE VIEW grouped AS WITH d AS (SELECT CAST('a' AS STRING) AS c1, 'b' AS c2) "
+        "SELECT *, count(*) AS total FROM d GROUP BY 1, 2"
+    )
+    sql.execute("CREATE TABLE counted AS SELECT p.*, count(*) FROM main.pets p GROUP BY 1, 2")
+    # the query itself, not only views and tables
+    rows = sql.execute("SELECT *, count(*) AS n FROM pets GROUP BY 1, 2 ORDER BY 1").collect()
+    assert [tuple(r) for r in rows] == [("cat", 1, 2), ("dog", 2, 1)]
+    grouped = sql.execute("SELECT * FROM grouped")
+    assert grouped.columns == ["c1", "c2", "total"]
+    assert [tuple(r) for r in grouped.collect()] == [("a", "b", 1)]
+    counted = sql.execute("SELECT * FROM counted")
+    assert counted.columns == ["kind", "legs", "count(1)"]  # Spark's own name, unchanged
+    assert sorted(tuple(r) for r in counted.collect()) == [("cat", 1, 2), ("dog", 2, 1)]
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    assert con.execute("SELECT * FROM lake.main.grouped").fetchall() == [("a", "b", 1)]
+    con.close()
+    stored = {v.name: v.spark_sql for v in lake.catalog().views()}
+    assert "GROUP BY 1, 2" in (stored["grouped"] or "")

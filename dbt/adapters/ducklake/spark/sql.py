@@ -50,6 +50,7 @@ from .errors import spark_error_text
 from .merge import When, merge_into
 from .pushdown import pushed_predicates
 from .scan import ScanMetrics, scan_table
+from .star_ordinals import expand_stars, may_need_expansion, stars_with_ordinals
 from .statements import (
     CreateLayout,
     LayoutAlter,
@@ -324,6 +325,8 @@ class LakeSQL:
         self.written_as.clear()  # kept after a query: its rows fail, if at all, when read
         for statement in split_statements(text):
             try:
+                if may_need_expansion(statement):
+                    statement = self._expand_star_ordinals(statement)
                 result = self._statement(statement)
             except Exception as exc:
                 if self._tx is not None:
@@ -332,6 +335,15 @@ class LakeSQL:
                     raise LakeSQLError(spark_error_text(exc, self.written_as)) from exc
                 raise
         return result
+
+    def _expand_star_ordinals(self, text: str) -> str:
+        """`SELECT *, … GROUP BY 1` as Spark accepts it (see `star_ordinals`)."""
+        tree = _parse(text)
+        if not stars_with_ordinals(tree):
+            return text
+        query = (tree.expression if isinstance(tree, exp.Create | exp.Insert) else None) or tree
+        columns = read_columns(self.spark, self.lake, query, self.default_schema)
+        return tree.sql(dialect="spark") if expand_stars(tree, columns) else text
 
     def _statement(self, text: str) -> DataFrame | Snapshot | None:
         bare = _LEADING_COMMENTS.sub("", text)  # dbt prefixes a /* query comment */
