@@ -1,6 +1,7 @@
 """dbt-utils' own integration_tests project on the embedded default (SQLite metadata,
 local[2] Spark), as a package user runs it: `dbt deps` from the checkout, then
-`dbt build`. Prints PASS / WARN / ERROR / FAIL / SKIP and every node that did not pass.
+`dbt build`. Prints PASS / WARN / ERROR / FAIL / SKIP and every node that did not pass,
+then how each view the suite left reads in Spark and in DuckDB (`tests.ecosystem.views`).
 
     python -m tests.ecosystem.dbt_utils PATH_TO_DBT_UTILS_CHECKOUT
 
@@ -58,7 +59,11 @@ def main(checkout: Path) -> int:
                 f"  {r['status'].upper():7} {r['unique_id']}: {message[0][:160] if message else ''}"
             )
     print(f"lake and logs: {work}")
-    return 0
+    # the views the suite left, read by both engines (time-dependent ones may differ)
+    views = [sys.executable, "-m", "tests.ecosystem.views", profile["metadata"]]
+    # Spark's own logging of the failures it reports goes to stderr: left out
+    done = subprocess.run(views, env=env, cwd=Path(__file__).parents[2], stderr=subprocess.DEVNULL)
+    return done.returncode
 
 
 if __name__ == "__main__":
