@@ -47,3 +47,41 @@ def test_spark_layer_never_imports_dbt() -> None:
         or (name.startswith("dbt.") and not name.startswith("dbt.adapters.ducklake"))
     }
     assert not offenders, offenders
+
+
+def _lake_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of each import of the lake layer in `path`, at any depth (imports
+    inside functions included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module or ""
+        inside = path.parent.name == "spark"  # spark/ reaches lake/ as ..lake
+        relative_lake = node.level == (2 if inside else 1) and module.split(".")[0] == "lake"
+        absolute_lake = node.level == 0 and module.startswith("dbt.adapters.ducklake.lake")
+        if relative_lake or absolute_lake:
+            found.append(
+                (module.removeprefix("dbt.adapters.ducklake."), [a.name for a in node.names])
+            )
+    return found
+
+
+def test_spark_and_the_adapter_import_only_the_lake_package_names() -> None:
+    from dbt.adapters.ducklake import lake
+
+    files = sorted(PACKAGE.glob("*.py")) + sorted((PACKAGE / "spark").glob("*.py"))
+    imports = [(f.name, module, names) for f in files for module, names in _lake_imports(f)]
+    assert len(imports) >= 20
+    internal = [(f, m) for f, m, _ in imports if m != "lake"]
+    assert not internal, f"import lake/'s names from the package, not its modules: {internal}"
+    unexported = [(f, n) for f, _, names in imports for n in names if n not in lake.__all__]
+    assert not unexported, unexported
+
+
+def test_the_lake_package_check_sees_late_imports(tmp_path) -> None:
+    spark = tmp_path / "spark"
+    spark.mkdir()
+    bad = spark / "bad.py"
+    bad.write_text("def f():\n    from ..lake.reader import CatalogReader\n")
+    assert _lake_imports(bad) == [("lake.reader", ["CatalogReader"])]

@@ -10,7 +10,7 @@ from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.metadata import ColumnMetadata, StatsItem, TableMetadata
 from pyspark.sql import SparkSession
 
-from .lake.lake import Lake
+from .lake import Lake
 from .spark.types import spark_type
 from .spark.views import scan_relation
 

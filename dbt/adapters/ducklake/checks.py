@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from dbt_common.exceptions import DbtConfigError
 
-from .lake.names import ACCEPTED_NAMES, name_problem
+from .lake import ACCEPTED_NAMES, name_problem
 
 _PLAIN_IDENTIFIER = re.compile(r"^\w+$")
 

@@ -27,10 +27,7 @@ from pyspark.sql import DataFrame
 
 from .__version__ import version as adapter_version
 from .credentials import DucklakeCredentials
-from .lake.connect import parse_metadata
-from .lake.errors import LakeError
-from .lake.lake import Lake
-from .lake.models import Snapshot
+from .lake import Lake, LakeError, Snapshot, parse_metadata
 from .spark.engine import CommitInfo
 from .spark.errors import spark_error_text
 from .spark.session import cancel_jobs, get_session, label_jobs

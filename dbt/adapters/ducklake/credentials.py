@@ -12,9 +12,7 @@ from typing import Any
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtConfigError
 
-from .lake.connect import parse_metadata
-from .lake.errors import LakeError
-from .lake.secrets import Secrets
+from .lake import LakeError, Secrets, parse_metadata
 from .spark.session import SessionConfig
 
 

@@ -28,9 +28,7 @@ from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info, dbt_command
-from .lake.changes import qualified_name
-from .lake.errors import CatalogNotFoundError
-from .lake.options import SETTABLE_OPTIONS
+from .lake import SETTABLE_OPTIONS, CatalogNotFoundError, qualified_name
 from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
 from .snapshots import consumed_snapshot, plan_changes_snapshot

@@ -11,7 +11,7 @@ from typing import Any
 
 from dbt_common.exceptions import DbtConfigError
 
-from .lake.reader import CatalogReader
+from .lake import CatalogReader
 from .spark.statements import (
     PARTITION_FORMS,
     SORT_FORM,

@@ -1,6 +1,7 @@
 """Pure-Python DuckLake 1.0 metadata layer: open, read at a snapshot, commit.
 
-Imports neither dbt nor pyspark; every engine-facing module builds on this one.
+Imports neither dbt nor pyspark; every engine-facing module builds on this one, and
+imports only the names listed here (`tests/unit/test_layers.py` checks it).
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .changes import qualified_name
+    from .codec import decode_scalar, stats_string
+    from .connect import parse_metadata
     from .errors import (
         CatalogExistsError,
         CatalogNotFoundError,
@@ -20,38 +24,117 @@ if TYPE_CHECKING:
         MetadataConfigError,
     )
     from .lake import Lake
-    from .models import Column, DataFile, DeleteFile, Snapshot, TableInfo, TableState, ViewInfo
+    from .maintenance import (
+        STAGING_PREFIX,
+        FileGroup,
+        Flush,
+        cleanup_candidates,
+        expire_snapshots,
+        find_orphans,
+        forget_scheduled,
+        merge_groups,
+        parse_interval,
+        remove_folders,
+        rewrite_groups,
+        tables_in_scope,
+    )
+    from .models import (
+        Column,
+        ColumnStats,
+        DataFile,
+        DeleteFile,
+        InlinedDelete,
+        InlinedRow,
+        NameMap,
+        PartitionSpec,
+        Snapshot,
+        TableInfo,
+        TableState,
+        ViewInfo,
+    )
+    from .names import ACCEPTED_NAMES, name_problem
+    from .options import SETTABLE_OPTIONS, parse_size, resolve_option
+    from .reader import CatalogReader, decode_default
+    from .secrets import Secrets
     from .staged import DataFileSpec, DeleteFileSpec, FileColumnStats, StagedTable
     from .transaction import Transaction
-    from .types import ColumnSpec, parse_type
+    from .types import (
+        FLOAT_TYPES,
+        INTEGER_TYPES,
+        NESTED_TYPES,
+        ColumnSpec,
+        decimal_params,
+        duckdb_type,
+        is_decimal,
+        merge_max,
+        merge_min,
+        parse_type,
+    )
 
 # Each name is imported when first used: Spark tasks import leaf modules of this
 # package (models, types, codec) on executors that have no SQLAlchemy, which `Lake`
 # and `Transaction` need.
 _HOME = {
+    "ACCEPTED_NAMES": "names",
     "CatalogExistsError": "errors",
     "CatalogNotFoundError": "errors",
+    "CatalogReader": "reader",
     "Column": "models",
     "ColumnSpec": "types",
+    "ColumnStats": "models",
     "CommitConflictError": "errors",
     "CommitMessageRequiredError": "errors",
     "DataFile": "models",
     "DataFileSpec": "staged",
     "DeleteFile": "models",
     "DeleteFileSpec": "staged",
+    "FLOAT_TYPES": "types",
     "FileColumnStats": "staged",
+    "FileGroup": "maintenance",
+    "Flush": "maintenance",
     "FormatVersionError": "errors",
+    "INTEGER_TYPES": "types",
+    "InlinedDelete": "models",
+    "InlinedRow": "models",
     "InvalidChangeError": "errors",
     "Lake": "lake",
     "LakeError": "errors",
     "MetadataConfigError": "errors",
+    "NESTED_TYPES": "types",
+    "NameMap": "models",
+    "PartitionSpec": "models",
+    "SETTABLE_OPTIONS": "options",
+    "STAGING_PREFIX": "maintenance",
+    "Secrets": "secrets",
     "Snapshot": "models",
     "StagedTable": "staged",
     "TableInfo": "models",
     "TableState": "models",
     "Transaction": "transaction",
     "ViewInfo": "models",
+    "cleanup_candidates": "maintenance",
+    "decimal_params": "types",
+    "decode_default": "reader",
+    "decode_scalar": "codec",
+    "duckdb_type": "types",
+    "expire_snapshots": "maintenance",
+    "find_orphans": "maintenance",
+    "forget_scheduled": "maintenance",
+    "is_decimal": "types",
+    "merge_groups": "maintenance",
+    "merge_max": "types",
+    "merge_min": "types",
+    "name_problem": "names",
+    "parse_interval": "maintenance",
+    "parse_metadata": "connect",
+    "parse_size": "options",
     "parse_type": "types",
+    "qualified_name": "changes",
+    "remove_folders": "maintenance",
+    "resolve_option": "options",
+    "rewrite_groups": "maintenance",
+    "stats_string": "codec",
+    "tables_in_scope": "maintenance",
 }
 
 
@@ -65,10 +148,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ACCEPTED_NAMES",
+    "FLOAT_TYPES",
+    "INTEGER_TYPES",
+    "NESTED_TYPES",
+    "SETTABLE_OPTIONS",
+    "STAGING_PREFIX",
     "CatalogExistsError",
     "CatalogNotFoundError",
+    "CatalogReader",
     "Column",
     "ColumnSpec",
+    "ColumnStats",
     "CommitConflictError",
     "CommitMessageRequiredError",
     "DataFile",
@@ -76,16 +167,45 @@ __all__ = [
     "DeleteFile",
     "DeleteFileSpec",
     "FileColumnStats",
+    "FileGroup",
+    "Flush",
     "FormatVersionError",
+    "InlinedDelete",
+    "InlinedRow",
     "InvalidChangeError",
     "Lake",
     "LakeError",
     "MetadataConfigError",
+    "NameMap",
+    "PartitionSpec",
+    "Secrets",
     "Snapshot",
     "StagedTable",
     "TableInfo",
     "TableState",
     "Transaction",
     "ViewInfo",
+    "cleanup_candidates",
+    "decimal_params",
+    "decode_default",
+    "decode_scalar",
+    "duckdb_type",
+    "expire_snapshots",
+    "find_orphans",
+    "forget_scheduled",
+    "is_decimal",
+    "merge_groups",
+    "merge_max",
+    "merge_min",
+    "name_problem",
+    "parse_interval",
+    "parse_metadata",
+    "parse_size",
     "parse_type",
+    "qualified_name",
+    "remove_folders",
+    "resolve_option",
+    "rewrite_groups",
+    "stats_string",
+    "tables_in_scope",
 ]

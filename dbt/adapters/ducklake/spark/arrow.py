@@ -23,15 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..lake.codec import stats_string
-from ..lake.models import Column
-from ..lake.types import (
+from ..lake import (
     FLOAT_TYPES,
     NESTED_TYPES,
+    Column,
     decimal_params,
     is_decimal,
     merge_max,
     merge_min,
+    stats_string,
 )
 
 FIELD_ID_KEY = b"PARQUET:field_id"

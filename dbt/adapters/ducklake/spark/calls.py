@@ -17,9 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake.lake import Lake
-from ..lake.maintenance import parse_interval
-from ..lake.options import SETTABLE_OPTIONS
+from ..lake import SETTABLE_OPTIONS, Lake, parse_interval
 from . import maintenance as mt
 from .engine import CommitInfo
 

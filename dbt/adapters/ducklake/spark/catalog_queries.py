@@ -18,10 +18,17 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..lake.lake import Lake
-from ..lake.models import Column, TableInfo, ViewInfo
-from ..lake.reader import CatalogReader
-from ..lake.types import ColumnSpec, decimal_params, duckdb_type, is_decimal
+from ..lake import (
+    CatalogReader,
+    Column,
+    ColumnSpec,
+    Lake,
+    TableInfo,
+    ViewInfo,
+    decimal_params,
+    duckdb_type,
+    is_decimal,
+)
 from .types import ducklake_spec, spark_type
 from .views import scan_view
 

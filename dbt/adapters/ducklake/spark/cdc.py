@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from ..lake.lake import Lake
+from ..lake import Lake
 from .changes import table_changes
 from .scan import ScanMetrics, scan_table
 

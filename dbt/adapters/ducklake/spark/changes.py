@@ -16,8 +16,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake.lake import Lake
-from ..lake.models import Column, DataFile, DeleteFile, InlinedDelete, InlinedRow
+from ..lake import Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
 from .scan import (
     DELETE_FILE_ID_COL,
     DELETE_POS_COL,

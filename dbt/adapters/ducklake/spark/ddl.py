@@ -12,10 +12,7 @@ import re
 import sqlglot
 from sqlglot import exp
 
-from ..lake.lake import Lake
-from ..lake.models import Snapshot
-from ..lake.transaction import Transaction
-from ..lake.types import ColumnSpec, parse_type
+from ..lake import ColumnSpec, Lake, Snapshot, Transaction, parse_type
 from .duckdb_views import duckdb_view_sql
 from .engine import CommitInfo, begin, finish
 from .view_types import Columns

@@ -19,10 +19,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..lake.lake import Lake
-from ..lake.models import DataFile, Snapshot
-from ..lake.staged import DeleteFileSpec, StagedTable
-from ..lake.transaction import Transaction
+from ..lake import DataFile, DeleteFileSpec, Lake, Snapshot, StagedTable, Transaction
 from .arrow import DeleteTarget
 from .delete_task import (
     ENDED,

@@ -19,12 +19,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..lake.lake import Lake
-from ..lake.models import Column, Snapshot
-from ..lake.options import parse_size, resolve_option
-from ..lake.staged import StagedTable
-from ..lake.transaction import Transaction
-from ..lake.types import ColumnSpec
+from ..lake import (
+    Column,
+    ColumnSpec,
+    Lake,
+    Snapshot,
+    StagedTable,
+    Transaction,
+    parse_size,
+    resolve_option,
+)
 from .arrow import WriteOptions
 from .scan import read_back
 from .types import ducklake_spec, python_rows, spark_type

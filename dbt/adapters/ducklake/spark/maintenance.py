@@ -21,12 +21,28 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake import maintenance as lm
-from ..lake.lake import Lake
-from ..lake.models import Snapshot, TableInfo
-from ..lake.reader import CatalogReader, decode_default
-from ..lake.staged import DataFileSpec, StagedTable
-from ..lake.transaction import Transaction
+from ..lake import (
+    CatalogReader,
+    DataFileSpec,
+    FileGroup,
+    Flush,
+    Lake,
+    Snapshot,
+    StagedTable,
+    TableInfo,
+    Transaction,
+    cleanup_candidates,
+    decode_default,
+    find_orphans,
+    forget_scheduled,
+    merge_groups,
+    remove_folders,
+    rewrite_groups,
+    tables_in_scope,
+)
+from ..lake import (
+    expire_snapshots as expire_in_catalog,
+)
 from .arrow import DeleteTarget, write_delete_file
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
@@ -66,8 +82,8 @@ def merge_adjacent_files(
     cat = lake.catalog()
     tx = begin(lake, commit)
     rows: list[CompactionRow] = []
-    for info in lm.tables_in_scope(lake, cat, schema, table):
-        groups = lm.merge_groups(
+    for info in tables_in_scope(lake, cat, schema, table):
+        groups = merge_groups(
             lake,
             cat,
             info,
@@ -117,8 +133,8 @@ def rewrite_data_files(
     cat = lake.catalog()
     tx = begin(lake, commit)
     rows: list[CompactionRow] = []
-    for info in lm.tables_in_scope(lake, cat, schema, table):
-        groups = lm.rewrite_groups(lake, cat, info, delete_threshold=delete_threshold)
+    for info in tables_in_scope(lake, cat, schema, table):
+        groups = rewrite_groups(lake, cat, info, delete_threshold=delete_threshold)
         if not groups:
             continue
         staged = tx.table(info.schema_name, info.name)
@@ -151,7 +167,7 @@ def flush_inlined_data(
     cat = lake.catalog()
     tx = begin(lake, commit)
     rows: list[FlushRow] = []
-    for info in lm.tables_in_scope(lake, cat, schema, table):
+    for info in tables_in_scope(lake, cat, schema, table):
         flushed = _flush_table(spark, lake, cat, tx, info)
         if flushed is not None:
             rows.append(FlushRow(info.schema_name, info.name, flushed))
@@ -171,7 +187,7 @@ def _flush_table(
         return None
     staged = tx.table(info.schema_name, info.name)
     compression = write_options(lake, staged).compression
-    flush = lm.Flush([], [], [], [r.row_id for r in inlined], [])
+    flush = Flush([], [], [], [r.row_id for r in inlined], [])
     if inlined:
         values = [
             (*[r.values[c.column_id] for c in columns], r.row_id, r.begin_snapshot) for r in inlined
@@ -260,7 +276,7 @@ def expire_snapshots(
     older_than: datetime | None = None,
     dry_run: bool = False,
 ) -> list[Snapshot]:
-    expired = lm.expire_snapshots(lake, versions=versions, older_than=older_than, dry_run=dry_run)
+    expired = expire_in_catalog(lake, versions=versions, older_than=older_than, dry_run=dry_run)
     verb = "would expire" if dry_run else "expired"
     log.info("expire_snapshots: %s %s snapshot(s)", verb, len(expired))
     return expired
@@ -275,10 +291,10 @@ def cleanup_old_files(
     dry_run: bool = False,
 ) -> list[str]:
     """Delete files scheduled for deletion (before `older_than`, or all)."""
-    files = lm.cleanup_candidates(lake, older_than=older_than, cleanup_all=cleanup_all)
+    files = cleanup_candidates(lake, older_than=older_than, cleanup_all=cleanup_all)
     paths = _delete(spark, "cleanup_old_files", [f.path for f in files], dry_run)
     if not dry_run:
-        lm.forget_scheduled(lake, files)
+        forget_scheduled(lake, files)
     return paths
 
 
@@ -292,10 +308,10 @@ def delete_orphaned_files(
 ) -> list[str]:
     """Delete the files under the data path that the catalog does not track: Parquet
     files and dead writers' staging folders."""
-    orphans = lm.find_orphans(lake, older_than=older_than, cleanup_all=cleanup_all)
+    orphans = find_orphans(lake, older_than=older_than, cleanup_all=cleanup_all)
     deleted = _delete(spark, "delete_orphaned_files", orphans.files, dry_run)
     if not dry_run:
-        lm.remove_folders(orphans.staging)
+        remove_folders(orphans.staging)
     return deleted
 
 
@@ -320,7 +336,7 @@ def checkpoint(spark: SparkSession, lake: Lake, commit: CommitInfo | None = None
 
 
 def _read(
-    spark: SparkSession, cat: CatalogReader, group: lm.FileGroup, *, live_only: bool
+    spark: SparkSession, cat: CatalogReader, group: FileGroup, *, live_only: bool
 ) -> DataFrame:
     """The group's rows with their row ids (and snapshot ids), in one partition."""
     columns = cat.columns(group.table.table_id)

@@ -19,9 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake.lake import Lake
-from ..lake.models import Column, Snapshot
-from ..lake.transaction import Transaction
+from ..lake import Column, Lake, Snapshot, Transaction
 from .dml import stage_deletes, target_rows
 from .engine import CommitInfo, begin, finish, stage_rows
 from .prune import Predicate

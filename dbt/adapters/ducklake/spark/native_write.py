@@ -23,9 +23,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..lake.maintenance import STAGING_PREFIX
-from ..lake.models import Column
-from ..lake.types import is_decimal
+from ..lake import STAGING_PREFIX, Column, is_decimal
 from .arrow import FooterTask, WriteOptions, file_facts, nan_from_footer
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_type
 

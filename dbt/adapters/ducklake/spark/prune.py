@@ -8,9 +8,16 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from ..lake.codec import decode_scalar
-from ..lake.models import Column, ColumnStats, DataFile, PartitionSpec
-from ..lake.types import FLOAT_TYPES, INTEGER_TYPES, is_decimal
+from ..lake import (
+    FLOAT_TYPES,
+    INTEGER_TYPES,
+    Column,
+    ColumnStats,
+    DataFile,
+    PartitionSpec,
+    decode_scalar,
+    is_decimal,
+)
 
 OPS = ("=", "<", "<=", ">", ">=", "between", "in", "is_null", "is_not_null")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..lake.types import FLOAT_TYPES, INTEGER_TYPES, is_decimal
+from ..lake import FLOAT_TYPES, INTEGER_TYPES, is_decimal
 from .prune import Predicate, coerce_value
 
 _COMPARISONS: dict[type[exp.Expression], str] = {

@@ -24,10 +24,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake.lake import Lake
-from ..lake.models import Column, DataFile, DeleteFile, NameMap
-from ..lake.reader import CatalogReader, decode_default
-from ..lake.staged import DataFileSpec, StagedTable
+from ..lake import (
+    CatalogReader,
+    Column,
+    DataFile,
+    DataFileSpec,
+    DeleteFile,
+    Lake,
+    NameMap,
+    StagedTable,
+    decode_default,
+)
 from .prune import Predicate, may_match
 from .types import (
     DELETE_POS_FIELD_ID,

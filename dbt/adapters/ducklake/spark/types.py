@@ -22,8 +22,7 @@ from typing import Any
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from ..lake.models import Column
-from ..lake.types import ColumnSpec, decimal_params, is_decimal
+from ..lake import Column, ColumnSpec, decimal_params, is_decimal
 
 FIELD_ID = "parquet.field.id"
 ROW_ID_FIELD_ID = 2147483540

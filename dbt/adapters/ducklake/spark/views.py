@@ -17,9 +17,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..lake.errors import CatalogNotFoundError, LakeError
-from ..lake.lake import Lake
-from ..lake.reader import CatalogReader
+from ..lake import CatalogNotFoundError, CatalogReader, Lake, LakeError
 from .scan import scan_table
 from .types import UnsupportedTypeError, spark_schema
 

@@ -17,8 +17,7 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..lake.models import Column
-from ..lake.staged import DataFileSpec, FileColumnStats, StagedTable
+from ..lake import Column, DataFileSpec, FileColumnStats, StagedTable
 from .arrow import WriteOptions
 from .native_write import native_writable, write_native
 from .write_task import WriteTask

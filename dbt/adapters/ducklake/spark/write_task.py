@@ -17,8 +17,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from ..lake.codec import stats_string
-from ..lake.models import Column
+from ..lake import Column, stats_string
 from .arrow import FileWriter, WriteOptions
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
