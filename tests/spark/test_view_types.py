@@ -63,6 +63,8 @@ EXPRESSIONS = [
     "(dec - 1) / ((20 - 0) / 3)",
 ]
 
+TABLE = "view_types_t"  # a temporary view, dropped after the test: the session is shared
+
 AGGREGATES = ["avg(dec)", "sum(dec)", "avg(i)", "sum(i)", "sum(d)", "max(dec) / 3", "avg(dec) / 2"]
 
 
@@ -75,8 +77,8 @@ def _spark_name(number: Number) -> str:
 
 
 def _derived(expression: str) -> str | None:
-    query = sqlglot.parse_one(f"SELECT {expression} AS r FROM t", read="spark")
-    types = _column_types(query, {"main": {"t": COLUMNS}}, "main")
+    query = sqlglot.parse_one(f"SELECT {expression} AS r FROM {TABLE}", read="spark")
+    types = _column_types(query, {"main": {TABLE: COLUMNS}}, "main")
     select = query.selects[0]
     assert isinstance(select, exp.Alias)
     number = number_type(select.this, types)
@@ -85,13 +87,16 @@ def _derived(expression: str) -> str | None:
 
 def test_derived_types_are_sparks(spark) -> None:  # type: ignore[no-untyped-def]
     columns = ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in COLUMNS.items())
-    spark.sql(f"SELECT {columns}").createOrReplaceTempView("t")
+    spark.sql(f"SELECT {columns}").createOrReplaceTempView(TABLE)
     wrong = []
-    for expression in EXPRESSIONS + AGGREGATES:
-        sparks = spark.sql(f"SELECT typeof({expression}) FROM t").first()[0]
-        derived = _derived(expression)
-        if derived != sparks:
-            wrong.append((expression, derived, sparks))
+    try:
+        for expression in EXPRESSIONS + AGGREGATES:
+            sparks = spark.sql(f"SELECT typeof({expression}) FROM {TABLE}").first()[0]
+            derived = _derived(expression)
+            if derived != sparks:
+                wrong.append((expression, derived, sparks))
+    finally:
+        spark.catalog.dropTempView(TABLE)
     assert not wrong, wrong
 
 
