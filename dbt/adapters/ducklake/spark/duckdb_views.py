@@ -262,8 +262,7 @@ def _exact_quotient(
         f"((2 * abs({numerator}) + abs({denominator})) // (2 * abs({denominator}))"
         f" * sign({numerator}) * sign({denominator}))"
     )
-    unit = f"CAST('{10**-result.scale:.{result.scale}f}' AS DECIMAL(38, {result.scale}))"
-    value = f"{rounded} * {unit}" if result.scale else rounded
+    value = _scaled_down(rounded, result.scale)
     text = f"CAST({value} AS DECIMAL({result.precision}, {result.scale}))"
     return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
 

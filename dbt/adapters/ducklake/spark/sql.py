@@ -41,7 +41,7 @@ from .statements import (
     parse_layout_alter,
     split_statements,
 )
-from .view_types import Columns
+from .view_types import Columns, has_typed_operations
 from .views import read_columns
 
 __all__ = ["LakeSQL", "LakeSQLError"]
@@ -132,7 +132,8 @@ class LakeSQL:
             return text
         query = (tree.expression if isinstance(tree, exp.Create | exp.Insert) else None) or tree
         columns = read_columns(self.spark, self.lake, query, self.default_schema)
-        return tree.sql(dialect="spark") if expand_stars(tree, columns) else text
+        expanded = expand_stars(tree, columns, self.default_schema)
+        return tree.sql(dialect="spark") if expanded else text
 
     def _statement(self, text: str) -> Result:
         bare = _LEADING_COMMENTS.sub("", text)  # dbt prefixes a /* query comment */
@@ -292,6 +293,8 @@ class LakeSQL:
             raise LakeSQLError(f"view {name}: {spark_error_text(exc, self.written_as)}") from exc
         except LakeSQLError as exc:
             raise LakeSQLError(f"view {name}: {exc}") from exc
+        if not has_typed_operations(query):
+            return {}  # its DuckDB text needs no Spark types
         return read_columns(self.spark, self.lake, query, self.default_schema)
 
     def _spark_temp_view(self, tree: exp.Expression) -> bool:

@@ -10,11 +10,8 @@ from __future__ import annotations
 import re
 
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.qualify import qualify
-from sqlglot.schema import MappingSchema
 
-from .view_types import Columns
+from .view_types import Columns, resolved_copy
 
 _MARK = "ducklake_select"
 _HINT = re.compile(r"\bGROUP\s+BY\s+\d", re.IGNORECASE)
@@ -37,22 +34,14 @@ def stars_with_ordinals(tree: exp.Expression) -> list[exp.Select]:
     return found
 
 
-def expand_stars(tree: exp.Expression, columns: Columns) -> bool:
+def expand_stars(tree: exp.Expression, columns: Columns, default_schema: str) -> bool:
     """Replace, in place, the star of each SELECT Spark refuses by its columns; False
     when a star cannot be resolved (Spark then reports its own error)."""
     targets = stars_with_ordinals(tree)
     for n, select in enumerate(targets):
         select.meta[_MARK] = n
-    try:
-        resolved = qualify(
-            tree.copy(),
-            schema=MappingSchema(dict(columns), dialect="spark"),
-            dialect="spark",
-            expand_stars=True,
-            validate_qualify_columns=False,
-            quote_identifiers=False,
-        )
-    except SqlglotError:
+    resolved = resolved_copy(tree, columns, default_schema)
+    if resolved is None:
         return False
     expanded = {s.meta[_MARK]: s for s in resolved.find_all(exp.Select) if _MARK in s.meta}
     for n, select in enumerate(targets):

@@ -72,9 +72,9 @@ _UNARY = (exp.Avg, exp.Ceil, exp.Floor)
 def annotate_operands(root: exp.Expression, columns: Columns, default_schema: str) -> None:
     """Record on each division and average of `root` (in its meta) the Spark types of
     its operands."""
-    typed = [n for n in root.walk() if isinstance(n, _TYPED)]
-    if not typed:
+    if not has_typed_operations(root):
         return
+    typed = [n for n in root.walk() if isinstance(n, _TYPED)]
     types = _column_types(root, columns, default_schema)
     for node in typed:
         operands = [node.this] if isinstance(node, _UNARY) else [node.this, node.expression]
@@ -88,21 +88,8 @@ def _column_types(
     references on a copy (qualifying it), and the marks survive the copy."""
     for n, column in enumerate(root.find_all(exp.Column)):
         column.meta[_META] = n
-    if not columns:
-        return {}
-    try:
-        schema = MappingSchema(dict(columns), dialect="spark")
-        resolved = qualify(
-            root.copy(),
-            schema=schema,
-            db=default_schema,
-            dialect="spark",
-            expand_stars=True,  # a copy: the stored text keeps its stars
-            validate_qualify_columns=False,
-            quote_identifiers=False,
-        )
-        resolved = annotate_types(resolved, schema=schema, dialect="spark")
-    except SqlglotError:
+    resolved = resolved_copy(root, columns, default_schema, types=True) if columns else None
+    if resolved is None:
         return {}  # every column unknown: divisions of them are refused for decimals
     found: dict[int, exp.DataType] = {}
     for column in resolved.find_all(exp.Column):
@@ -110,6 +97,33 @@ def _column_types(
         if mark is not None and column.type is not None:
             found[mark] = column.type
     return found
+
+
+def resolved_copy(
+    root: exp.Expression, columns: Columns, default_schema: str, *, types: bool = False
+) -> exp.Expression | None:
+    """A copy of `root` with every column resolved against the relations' `columns` and
+    stars expanded (the stored text keeps its own), with types if asked; None when sqlglot
+    cannot resolve it."""
+    schema = MappingSchema(dict(columns), dialect="spark")
+    try:
+        resolved = qualify(
+            root.copy(),
+            schema=schema,
+            db=default_schema,
+            dialect="spark",
+            expand_stars=True,
+            validate_qualify_columns=False,
+            quote_identifiers=False,
+        )
+        return annotate_types(resolved, schema=schema, dialect="spark") if types else resolved
+    except SqlglotError:
+        return None
+
+
+def has_typed_operations(root: exp.Expression) -> bool:
+    """Whether the DuckDB text of `root` depends on Spark types (`annotate_operands`)."""
+    return root.find(*_TYPED) is not None
 
 
 def number_type(node: exp.Expression, columns: dict[int, exp.DataType]) -> Number | None:
