@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .changes import qualified_name
+    from .changes_made import qualified_name
     from .codec import decode_scalar, stats_string
     from .connect import parse_metadata
     from .errors import (
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from .maintenance import (
         STAGING_PREFIX,
         FileGroup,
-        Flush,
         cleanup_candidates,
         expire_snapshots,
         find_orphans,
@@ -54,9 +53,17 @@ if TYPE_CHECKING:
     )
     from .names import ACCEPTED_NAMES, name_problem
     from .options import SETTABLE_OPTIONS, parse_size, resolve_option
+    from .plan import (
+        AddDataFiles,
+        DataFileSpec,
+        DeleteFileSpec,
+        FileColumnStats,
+        Flush,
+        InsertInlined,
+    )
     from .reader import CatalogReader, decode_default
     from .secrets import Secrets
-    from .staged import DataFileSpec, DeleteFileSpec, FileColumnStats, StagedTable
+    from .staged import StagedTable
     from .transaction import Transaction
     from .types import (
         FLOAT_TYPES,
@@ -75,6 +82,8 @@ if TYPE_CHECKING:
 # package (models, types, codec) on executors that have no SQLAlchemy, which `Lake`
 # and `Transaction` need.
 _HOME = {
+    "AddDataFiles": "plan",
+    "InsertInlined": "plan",
     "ACCEPTED_NAMES": "names",
     "CatalogExistsError": "errors",
     "CatalogNotFoundError": "errors",
@@ -85,13 +94,13 @@ _HOME = {
     "CommitConflictError": "errors",
     "CommitMessageRequiredError": "errors",
     "DataFile": "models",
-    "DataFileSpec": "staged",
+    "DataFileSpec": "plan",
     "DeleteFile": "models",
-    "DeleteFileSpec": "staged",
+    "DeleteFileSpec": "plan",
     "FLOAT_TYPES": "types",
-    "FileColumnStats": "staged",
+    "FileColumnStats": "plan",
     "FileGroup": "maintenance",
-    "Flush": "maintenance",
+    "Flush": "plan",
     "FormatVersionError": "errors",
     "INTEGER_TYPES": "types",
     "InlinedDelete": "models",
@@ -129,7 +138,7 @@ _HOME = {
     "parse_metadata": "connect",
     "parse_size": "options",
     "parse_type": "types",
-    "qualified_name": "changes",
+    "qualified_name": "changes_made",
     "remove_folders": "maintenance",
     "resolve_option": "options",
     "rewrite_groups": "maintenance",
@@ -154,6 +163,7 @@ __all__ = [
     "NESTED_TYPES",
     "SETTABLE_OPTIONS",
     "STAGING_PREFIX",
+    "AddDataFiles",
     "CatalogExistsError",
     "CatalogNotFoundError",
     "CatalogReader",
@@ -172,6 +182,7 @@ __all__ = [
     "FormatVersionError",
     "InlinedDelete",
     "InlinedRow",
+    "InsertInlined",
     "InvalidChangeError",
     "Lake",
     "LakeError",

@@ -1,31 +1,60 @@
-"""Write a staged transaction as catalog rows of one new snapshot.
+"""Apply a CommitPlan as the catalog rows of one new snapshot, retrying on collisions.
 
-Runs inside one metadata transaction on the connection the caller holds. Ids come from
-the latest snapshot's counters, so a retry after a collision simply runs this again.
-Rows written are proportional to what the transaction changes.
+Each attempt runs inside one metadata write transaction. Ids come from the latest
+snapshot's counters, so an attempt that collides with another writer is rolled back
+and the same, unchanged plan is applied again. Rows written are proportional to what
+the plan changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import assert_never
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .changes import format_changes, qualified_name, quote_name
+from .changes_made import format_changes, qualified_name, quote_name, split_changes
 from .codec import encode_catalog_time
 from .commit_data import DataWriter
-from .maintenance import apply_compaction, apply_flush
-from .models import SPARK_SQL_TAG, Snapshot
-from .reader import snapshot_from_row, split_changes
-from .staged import ColumnDraft, StagedSchema, StagedTable
+from .commit_maintenance import flush_inlined, merge_adjacent, rewrite_deleted
+from .conflicts import check_conflicts, intent_of
+from .models import SPARK_SQL_TAG, Column, Snapshot
+from .plan import (
+    AddDataFiles,
+    AddDeleteFiles,
+    AlterTable,
+    CatalogOp,
+    CommentOnSchema,
+    CommentOnView,
+    CommitPlan,
+    CreateSchema,
+    CreateTable,
+    CreateView,
+    DataOp,
+    DeleteInlinedPositions,
+    DeleteInlinedRows,
+    DropSchema,
+    DropTable,
+    DropView,
+    EndDataFiles,
+    FlushInlined,
+    InsertInlined,
+    MergeAdjacentFiles,
+    RewriteDeletedFiles,
+    SetOption,
+    TableRef,
+)
+from .store import Store
 
-if TYPE_CHECKING:
-    from .lake import Lake
-    from .transaction import Transaction
+log = logging.getLogger("dbt.adapters.ducklake.lake")
 
+MAX_RETRIES = 10
+RETRY_WAIT_S = 0.1
+RETRY_BACKOFF = 1.5
 _RETRYABLE = ("primary key", "unique", "conflict", "concurrent", "database is locked")
 
 
@@ -34,37 +63,172 @@ def is_snapshot_collision(exc: DBAPIError) -> bool:
     return any(word in str(exc.orig).lower() for word in _RETRYABLE)
 
 
-def snapshots_after(lake: Lake, conn: Connection, base_id: int) -> list[Snapshot]:
-    rows = conn.execute(
-        sa.text(lake._snapshot_query("s.snapshot_id > :base")), {"base": base_id}
-    ).fetchall()
-    return [snapshot_from_row(r) for r in rows]
+def commit_plan(store: Store, plan: CommitPlan, name_of: Callable[[int], str]) -> Snapshot | None:
+    """Write `plan` as one snapshot (None when it changes options only).
+
+    When other writers committed after the plan's base snapshot, the spec's conflict
+    rules decide between CommitConflictError and going ahead with fresh ids; a snapshot
+    id taken under our feet is retried with backoff. `name_of` names tables in errors.
+    """
+    intent = intent_of(plan)
+    base_id = plan.base.snapshot_id
+    attempt = 0
+    while True:
+        try:
+            with store.write_connection() as conn:
+                latest = store.latest_snapshot(conn)
+                if latest.snapshot_id != base_id:
+                    others = store.snapshots_after(conn, base_id)
+                    deleted = lambda: store.files_deleted_after(conn, base_id)  # noqa: E731
+                    check_conflicts(intent, others, deleted, name_of)
+                return apply_plan(store, conn, latest, plan)
+        except DBAPIError as exc:
+            if not is_snapshot_collision(exc) or attempt + 1 >= MAX_RETRIES:
+                raise
+            wait = RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF**attempt
+            attempt += 1
+            log.debug("DuckLake commit collided (attempt %s); retrying in %.2fs", attempt, wait)
+            time.sleep(wait)
 
 
-def files_deleted_after(lake: Lake, conn: Connection, base_id: int) -> set[int]:
-    rows = conn.execute(
-        sa.text(
-            f"""SELECT data_file_id FROM {lake.qualified("ducklake_delete_file")}
-                WHERE begin_snapshot > :base
-                UNION SELECT data_file_id FROM {lake.qualified("ducklake_data_file")}
-                WHERE end_snapshot > :base"""
-        ),
-        {"base": base_id},
-    ).fetchall()
-    return {r[0] for r in rows}
+def apply_plan(
+    store: Store, conn: Connection, latest: Snapshot, plan: CommitPlan
+) -> Snapshot | None:
+    ctx = CommitContext(store, conn, latest, plan)
+    if plan.new_snapshot:
+        ctx.begin_snapshot(catalog_changed=bool(plan.catalog_ops))
+    for op in plan.catalog_ops:
+        ctx.apply_catalog(op)
+    for data_op in plan.data_ops:
+        ctx.apply_data(data_op)
+    for option in plan.option_ops:
+        ctx.set_option(option)
+    if not plan.new_snapshot:
+        return None
+    return ctx.end_snapshot(plan)
 
 
 class CommitContext(DataWriter):
     """One snapshot's catalog rows: the data ones (DataWriter) and schemas, tables, views."""
 
+    # -- the snapshot row ----------------------------------------------------------
+    def begin_snapshot(self, catalog_changed: bool) -> None:
+        if catalog_changed:
+            self.schema_version += 1
+        # first statement: a concurrent writer that took this id makes us fail fast
+        self.run(
+            f"INSERT INTO {self.t('ducklake_snapshot')} VALUES (:id, :t, :v, :c, :f)",
+            self._counters(),
+        )
+
+    def _counters(self) -> dict[str, object]:
+        return {
+            "id": self.snapshot_id,
+            "t": encode_catalog_time(self.backend, self.now),
+            "v": self.schema_version,
+            "c": self.next_catalog_id,
+            "f": self.next_file_id,
+        }
+
+    def end_snapshot(self, plan: CommitPlan) -> Snapshot:
+        # DuckDB signals a data change with a file id even when all rows were inlined
+        self.next_file_id += len(self.inline_only_tables - self.file_tables)
+        self.flush_stats()
+        self.run(
+            f"INSERT INTO {self.t('ducklake_schema_versions')} VALUES (:snap, :v, :tid)",
+            [
+                {"snap": self.snapshot_id, "v": self.schema_version, "tid": tid}
+                for tid in self.versioned_tables
+            ],
+        )
+        self.run(
+            f"UPDATE {self.t('ducklake_snapshot')} SET schema_version = :v, "
+            "next_catalog_id = :c, next_file_id = :f WHERE snapshot_id = :id",
+            self._counters(),
+        )
+        changes_made = format_changes(self.changes)
+        self.run(
+            f"INSERT INTO {self.t('ducklake_snapshot_changes')} VALUES (:id, :ch, :a, :m, :x)",
+            {
+                "id": self.snapshot_id,
+                "ch": changes_made,
+                "a": plan.author,
+                "m": plan.commit_message,
+                "x": plan.extra_info,
+            },
+        )
+        return Snapshot(
+            self.snapshot_id,
+            self.now,
+            self.schema_version,
+            self.next_catalog_id,
+            self.next_file_id,
+            split_changes(changes_made),  # as stored: deduplicated, in DuckDB's order
+            plan.author,
+            plan.commit_message,
+            plan.extra_info,
+        )
+
+    # -- dispatch ------------------------------------------------------------------
+    def apply_catalog(self, op: CatalogOp) -> None:
+        match op:
+            case CreateSchema():
+                self.create_schema(op)
+            case DropSchema():
+                self.drop_schema(op)
+            case CommentOnSchema():
+                self.set_tag(op.schema_id, op.comment)
+            case CreateTable():
+                self.create_table(op)
+            case DropTable():
+                self.drop_table(op)
+            case AlterTable():
+                self.alter_table(op)
+            case CreateView():
+                self.create_view(op)
+            case DropView():
+                self.end_rows("ducklake_view", "view_id = :id", id=op.view_id)
+                self.end_rows("ducklake_tag", "object_id = :id", id=op.view_id)
+                self.change("dropped_view", op.view_id)
+            case CommentOnView():
+                self.set_tag(op.view_id, op.comment)
+                self.change("altered_view", op.view_id)
+            case _:
+                assert_never(op)
+
+    def apply_data(self, op: DataOp) -> None:
+        t = self.tables[op.table_uuid]
+        match op:
+            case AddDataFiles():
+                self.add_files(t, op.files)
+            case AddDeleteFiles():
+                self.add_deletes(t, op.files)
+            case EndDataFiles():
+                self.end_files(t, op.data_file_ids)
+            case InsertInlined():
+                self.inline_insert(t, op.rows, op.row_ids)
+            case DeleteInlinedRows():
+                self.inline_delete_rows(t, op.row_ids)
+            case DeleteInlinedPositions():
+                self.inline_delete_positions(t, op.data_file_id, op.positions)
+            case MergeAdjacentFiles():
+                merge_adjacent(self, t, op)
+            case RewriteDeletedFiles():
+                rewrite_deleted(self, t, op)
+            case FlushInlined():
+                flush_inlined(self, t, op)
+            case _:
+                assert_never(op)
+
     # -- schemas -------------------------------------------------------------------
-    def create_schema(self, s: StagedSchema) -> None:
-        s.schema_id = self.catalog_id()
+    def create_schema(self, op: CreateSchema) -> None:
+        s = op.schema
+        schema_id = self.schema_ids[s.uuid] = self.catalog_id()
         self.run(
             f"INSERT INTO {self.t('ducklake_schema')} VALUES (:id, :uuid, :snap, NULL, :name, "
             ":path, :rel)",
             {
-                "id": s.schema_id,
+                "id": schema_id,
                 "uuid": s.uuid,
                 "snap": self.snapshot_id,
                 "name": s.name,
@@ -73,14 +237,13 @@ class CommitContext(DataWriter):
             },
         )
         self.change("created_schema", quote_name(s.name))
-        if s.comment_changed and s.comment is not None:
-            self.set_tag(s.schema_id, s.comment)
+        if op.comment is not None:
+            self.set_tag(schema_id, op.comment)
 
-    def drop_schema(self, s: StagedSchema) -> None:
-        assert s.schema_id is not None
-        self.end_rows("ducklake_schema", "schema_id = :id", id=s.schema_id)
-        self.end_rows("ducklake_tag", "object_id = :id", id=s.schema_id)
-        self.change("dropped_schema", s.schema_id)
+    def drop_schema(self, op: DropSchema) -> None:
+        self.end_rows("ducklake_schema", "schema_id = :id", id=op.schema_id)
+        self.end_rows("ducklake_tag", "object_id = :id", id=op.schema_id)
+        self.change("dropped_schema", op.schema_id)
 
     def set_tag(self, object_id: int, value: str | None, key: str = "comment") -> None:
         self.end_rows("ducklake_tag", 'object_id = :id AND "key" = :k', id=object_id, k=key)
@@ -105,69 +268,68 @@ class CommitContext(DataWriter):
             )
 
     # -- tables --------------------------------------------------------------------
-    def insert_table_row(self, t: StagedTable) -> None:
-        assert t.schema.schema_id is not None
+    def insert_table_row(self, t: TableRef) -> None:
         self.run(
             f"INSERT INTO {self.t('ducklake_table')} VALUES (:id, :uuid, :snap, NULL, :sid, "
             ":name, :path, :rel)",
             {
-                "id": t.table_id,
+                "id": self.tid(t),
                 "uuid": t.uuid,
                 "snap": self.snapshot_id,
-                "sid": t.schema.schema_id,
+                "sid": self.sid(t.schema),
                 "name": t.name,
                 "path": t.path,
                 "rel": self.b(True),
             },
         )
 
-    def insert_columns(self, table_id: int, drafts: Iterable[ColumnDraft]) -> None:
+    def insert_columns(self, table_id: int, columns: Iterable[Column]) -> None:
         self.run(
             f"INSERT INTO {self.t('ducklake_column')} VALUES (:id, :snap, NULL, :tid, :ord, "
             ":name, :type, :init, :dflt, :nulls, :parent, :dtype, :dialect)",
             [
                 {
-                    "id": d.column_id,
+                    "id": c.column_id,
                     "snap": self.snapshot_id,
                     "tid": table_id,
-                    "ord": d.order,
-                    "name": d.name,
-                    "type": d.type,
-                    "init": d.initial_default,
-                    "dflt": d.default_value,
-                    "nulls": self.b(d.nullable),
-                    "parent": d.parent_id,
-                    "dtype": d.default_value_type,
-                    "dialect": d.default_value_dialect,
+                    "ord": c.order,
+                    "name": c.name,
+                    "type": c.type,
+                    "init": c.initial_default,
+                    "dflt": c.default_value,
+                    "nulls": self.b(c.nullable),
+                    "parent": c.parent_id,
+                    "dtype": c.default_value_type,
+                    "dialect": c.default_value_dialect,
                 }
-                for d in drafts
+                for c in columns
             ],
         )
 
-    def version_table(self, table_id: int, inlined_layout_changed: bool, t: StagedTable) -> None:
+    def version_table(self, table_id: int) -> None:
         if table_id not in self.versioned_tables:
             self.versioned_tables.append(table_id)
-        if inlined_layout_changed:
-            self.create_inlined_table(t)
 
-    def create_table(self, t: StagedTable) -> None:
-        t.table_id = self.catalog_id()
+    def create_table(self, op: CreateTable) -> None:
+        t = op.table
+        table_id = self.table_ids[t.uuid] = self.catalog_id()
         self.insert_table_row(t)
-        self.insert_columns(t.table_id, (d for c in t.columns for d in c.walk()))
-        for d in (d for c in t.columns for d in c.walk()):
-            if d.comment is not None:
-                self.set_column_tag(t.table_id, d.column_id, d.comment)
-        if t.comment is not None:
-            self.set_tag(t.table_id, t.comment)
+        flat = [c for top in t.columns for c in top.walk()]
+        self.insert_columns(table_id, flat)
+        for c in flat:
+            if c.comment is not None:
+                self.set_column_tag(table_id, c.column_id, c.comment)
+        if op.comment is not None:
+            self.set_tag(table_id, op.comment)
         self.change("created_table", qualified_name(t.schema.name, t.name))
-        if t.partition:
-            self.write_partition(t)
-        if t.sort:
-            self.write_sort(t)
-        self.version_table(t.table_id, True, t)
+        if op.partition:
+            self.write_partition(table_id, op.partition)
+        if op.sort:
+            self.write_sort(table_id, op.sort)
+        self.version_table(table_id)
+        self.create_inlined_table(t)
 
-    def drop_table(self, t: StagedTable) -> None:
-        tid = t.table_id
+    def drop_table(self, op: DropTable) -> None:
         for table in (
             "ducklake_table",
             "ducklake_partition_info",
@@ -177,233 +339,109 @@ class CommitContext(DataWriter):
             "ducklake_delete_file",
             "ducklake_sort_info",
         ):
-            self.end_rows(table, "table_id = :tid", tid=tid)
-        self.end_rows("ducklake_tag", "object_id = :tid", tid=tid)
-        self.change("dropped_table", tid)  # type: ignore[arg-type]
+            self.end_rows(table, "table_id = :tid", tid=op.table_id)
+        self.end_rows("ducklake_tag", "object_id = :tid", tid=op.table_id)
+        self.change("dropped_table", op.table_id)
 
-    def alter_table(self, t: StagedTable) -> None:
-        tid = t.table_id
-        assert tid is not None
-        layout_changed = False
-        if t.name != t.base_name:
+    def alter_table(self, op: AlterTable) -> None:
+        """A new inlined-data table follows any change of the table's layout, as in DuckDB."""
+        t, tid = op.table, self.tid(op.table)
+        if op.renamed:
             self.end_rows("ducklake_table", "table_id = :tid", tid=tid)
             self.insert_table_row(t)
             self.change("created_table", qualified_name(t.schema.name, t.name))
-            self.version_table(tid, False, t)
-            layout_changed = True
-            t.base_name = t.name
-        if t.columns_changed:
-            current, base = t.flat_columns(), t.base_columns
-            changed = [
-                cid
-                for cid in sorted(set(current) | set(base))
-                if cid not in current
-                or cid not in base
-                or current[cid].row_fields() != base[cid].row_fields()
-            ]
-            for cid in changed:
-                if cid in base:
-                    self.end_rows(
-                        "ducklake_column", "table_id = :tid AND column_id = :cid", tid=tid, cid=cid
-                    )
-            self.insert_columns(tid, (current[c] for c in changed if c in current))
-            structural = any(
-                c not in current
-                or c not in base
-                or (current[c].name, current[c].type) != (base[c].name, base[c].type)
-                for c in changed
-            )
-            layout_changed = layout_changed or structural
-            self.change("altered_table", tid)
-            self.version_table(tid, False, t)
-        if t.partition_changed:
+            self.version_table(tid)
+        if op.columns is not None:
+            for cid in op.columns.ended:
+                self.end_rows(
+                    "ducklake_column", "table_id = :tid AND column_id = :cid", tid=tid, cid=cid
+                )
+            self.insert_columns(tid, op.columns.written)
+            self.version_table(tid)
+        if op.partition is not None:
             self.end_rows("ducklake_partition_info", "table_id = :tid", tid=tid)
-            self.write_partition(t)
-            self.change("altered_table", tid)
-            self.version_table(tid, False, t)
-            layout_changed = True
-        if t.sort_changed:
+            self.write_partition(tid, op.partition)
+            self.version_table(tid)
+        if op.sort is not None:
             self.end_rows("ducklake_sort_info", "table_id = :tid", tid=tid)
-            if t.sort:
-                self.write_sort(t)
+            self.write_sort(tid, op.sort)
+        if op.comment is not None:
+            self.set_tag(tid, op.comment.text)
+        for cid, comment in op.column_comments:
+            self.set_column_tag(tid, cid, comment)
+        if op.altered:
             self.change("altered_table", tid)
-        if t.comment_changed:
-            self.set_tag(tid, t.comment)
-            self.change("altered_table", tid)
-        if t.column_comments_changed:
-            flat = t.flat_columns()
-            for cid in sorted(t.column_comments_changed):
-                self.set_column_tag(tid, cid, flat[cid].comment if cid in flat else None)
-            self.change("altered_table", tid)
-        if layout_changed:
+        structural = op.columns is not None and op.columns.structural
+        if op.renamed or structural or op.partition is not None:
             self.create_inlined_table(t)
 
-    def write_partition(self, t: StagedTable) -> None:
+    def write_partition(self, table_id: int, fields: tuple[tuple[int, str], ...]) -> None:
         pid = self.catalog_id()
         self.run(
             f"INSERT INTO {self.t('ducklake_partition_info')} VALUES (:pid, :tid, :snap, NULL)",
-            {"pid": pid, "tid": t.table_id, "snap": self.snapshot_id},
+            {"pid": pid, "tid": table_id, "snap": self.snapshot_id},
         )
         self.run(
             f"INSERT INTO {self.t('ducklake_partition_column')} VALUES (:pid, :tid, :i, :cid, :tr)",
             [
-                {"pid": pid, "tid": t.table_id, "i": i, "cid": cid, "tr": tr}
-                for i, (cid, tr) in enumerate(t.partition or [])
+                {"pid": pid, "tid": table_id, "i": i, "cid": cid, "tr": tr}
+                for i, (cid, tr) in enumerate(fields)
             ],
         )
 
-    def write_sort(self, t: StagedTable) -> None:
+    def write_sort(self, table_id: int, fields: tuple[tuple[str, str, str], ...]) -> None:
+        if not fields:
+            return
         sid = self.catalog_id()
         self.run(
             f"INSERT INTO {self.t('ducklake_sort_info')} VALUES (:sid, :tid, :snap, NULL)",
-            {"sid": sid, "tid": t.table_id, "snap": self.snapshot_id},
+            {"sid": sid, "tid": table_id, "snap": self.snapshot_id},
         )
         self.run(
             f"INSERT INTO {self.t('ducklake_sort_expression')} VALUES (:sid, :tid, :i, :e, "
             "'duckdb', :d, :n)",
             [
-                {"sid": sid, "tid": t.table_id, "i": i, "e": e, "d": d, "n": n}
-                for i, (e, d, n) in enumerate(t.sort or [])
+                {"sid": sid, "tid": table_id, "i": i, "e": e, "d": d, "n": n}
+                for i, (e, d, n) in enumerate(fields)
             ],
         )
 
-
-def apply_commit(
-    tx: Transaction, conn: Connection, latest: Snapshot, new_snapshot: bool, extra_info: str | None
-) -> Snapshot | None:
-    ctx = CommitContext(tx, conn, latest)
-    if new_snapshot:
-        if tx.catalog_changed():
-            ctx.schema_version += 1
-        # first statement: a concurrent writer that took this id makes us fail fast
-        ctx.run(
-            f"INSERT INTO {ctx.t('ducklake_snapshot')} VALUES (:id, :t, :v, :c, :f)",
+    # -- views and options ---------------------------------------------------------
+    def create_view(self, op: CreateView) -> None:
+        view_id = self.catalog_id()
+        self.run(
+            f"INSERT INTO {self.t('ducklake_view')} VALUES (:id, :uuid, :snap, NULL, :sid, "
+            ":name, :dialect, :sql, :aliases)",
             {
-                "id": ctx.snapshot_id,
-                "t": encode_catalog_time(ctx.backend, ctx.now),
-                "v": ctx.schema_version,
-                "c": ctx.next_catalog_id,
-                "f": ctx.next_file_id,
+                "id": view_id,
+                "uuid": op.uuid,
+                "snap": self.snapshot_id,
+                "sid": self.sid(op.schema),
+                "name": op.name,
+                "dialect": op.dialect,
+                "sql": op.sql,
+                "aliases": op.column_aliases,
             },
         )
-    for s in tx._created_schemas:
-        ctx.create_schema(s)
-    for t in tx.all_tables():
-        if t.created:
-            ctx.create_table(t)
-        elif t.dropped:
-            ctx.drop_table(t)
-        else:
-            ctx.alter_table(t)
-    for v in tx._view_order:
-        if v.created:
-            assert v.schema.schema_id is not None
-            v.view_id = ctx.catalog_id()
-            ctx.run(
-                f"INSERT INTO {ctx.t('ducklake_view')} VALUES (:id, :uuid, :snap, NULL, :sid, "
-                ":name, :dialect, :sql, :aliases)",
-                {
-                    "id": v.view_id,
-                    "uuid": v.uuid,
-                    "snap": ctx.snapshot_id,
-                    "sid": v.schema.schema_id,
-                    "name": v.name,
-                    "dialect": v.dialect,
-                    "sql": v.sql,
-                    "aliases": v.column_aliases,
-                },
-            )
-            if v.comment is not None:
-                ctx.set_tag(v.view_id, v.comment)
-            if v.spark_sql is not None:
-                ctx.set_tag(v.view_id, v.spark_sql, key=SPARK_SQL_TAG)
-            ctx.change("created_view", qualified_name(v.schema.name, v.name))
-        elif v.dropped:
-            ctx.end_rows("ducklake_view", "view_id = :id", id=v.view_id)
-            ctx.end_rows("ducklake_tag", "object_id = :id", id=v.view_id)
-            ctx.change("dropped_view", v.view_id)  # type: ignore[arg-type]
-        elif v.comment_changed:
-            assert v.view_id is not None
-            ctx.set_tag(v.view_id, v.comment)
-            ctx.change("altered_view", v.view_id)
-    for s in tx._dropped_schemas:
-        ctx.drop_schema(s)
-    for s in tx._schema_map().values():
-        if s.comment_changed and not s.created and s.schema_id is not None:
-            ctx.set_tag(s.schema_id, s.comment)
-    for op in tx.data_ops:
-        if op.kind == "files":
-            ctx.add_files(op.table, op.payload)
-        elif op.kind == "deletes":
-            ctx.add_deletes(op.table, op.payload)
-        elif op.kind == "end_files":
-            ctx.end_files(op.table, op.payload)
-        elif op.kind == "inline_insert":
-            ctx.inline_insert(op.table, *op.payload)
-        elif op.kind == "inline_delete_rows":
-            ctx.inline_delete_rows(op.table, op.payload)
-        elif op.kind == "inline_delete_pos":
-            ctx.inline_delete_positions(op.table, *op.payload)
-        elif op.kind == "compact":
-            apply_compaction(ctx, op.table, *op.payload)
-        elif op.kind == "flush":
-            apply_flush(ctx, op.table, op.payload)
-    for opt in tx.option_ops:
-        scope, scope_id = None, None
-        if opt.table is not None:
-            scope, scope_id = "table", opt.table.table_id
-        elif opt.schema is not None:
-            scope, scope_id = "schema", opt.schema.schema_id
+        if op.comment is not None:
+            self.set_tag(view_id, op.comment)
+        if op.spark_sql is not None:
+            self.set_tag(view_id, op.spark_sql, key=SPARK_SQL_TAG)
+        self.change("created_view", qualified_name(op.schema.name, op.name))
+
+    def set_option(self, op: SetOption) -> None:
+        scope: str | None = None
+        scope_id: int | None = None
+        if op.table_uuid is not None:
+            scope, scope_id = "table", self.tid(self.tables[op.table_uuid])
+        elif op.schema is not None:
+            scope, scope_id = "schema", self.sid(op.schema)
         where = "scope IS NULL" if scope is None else "scope = :scope AND scope_id = :sid"
-        ctx.run(
-            f'DELETE FROM {ctx.t("ducklake_metadata")} WHERE "key" = :k AND {where}',
-            {"k": opt.key, "scope": scope, "sid": scope_id},
+        self.run(
+            f'DELETE FROM {self.t("ducklake_metadata")} WHERE "key" = :k AND {where}',
+            {"k": op.key, "scope": scope, "sid": scope_id},
         )
-        ctx.run(
-            f"INSERT INTO {ctx.t('ducklake_metadata')} VALUES (:k, :v, :scope, :sid)",
-            {"k": opt.key, "v": opt.value, "scope": scope, "sid": scope_id},
+        self.run(
+            f"INSERT INTO {self.t('ducklake_metadata')} VALUES (:k, :v, :scope, :sid)",
+            {"k": op.key, "v": op.value, "scope": scope, "sid": scope_id},
         )
-    if not new_snapshot:
-        return None
-    # DuckDB signals a data change with a file id even when all rows were inlined
-    ctx.next_file_id += len(ctx.inline_only_tables - ctx.file_tables)
-    ctx.flush_stats()
-    ctx.run(
-        f"INSERT INTO {ctx.t('ducklake_schema_versions')} VALUES (:snap, :v, :tid)",
-        [
-            {"snap": ctx.snapshot_id, "v": ctx.schema_version, "tid": tid}
-            for tid in ctx.versioned_tables
-        ],
-    )
-    ctx.run(
-        f"UPDATE {ctx.t('ducklake_snapshot')} SET schema_version = :v, next_catalog_id = :c, "
-        "next_file_id = :f WHERE snapshot_id = :id",
-        {
-            "id": ctx.snapshot_id,
-            "v": ctx.schema_version,
-            "c": ctx.next_catalog_id,
-            "f": ctx.next_file_id,
-        },
-    )
-    changes_made = format_changes(ctx.changes)
-    ctx.run(
-        f"INSERT INTO {ctx.t('ducklake_snapshot_changes')} VALUES (:id, :ch, :a, :m, :x)",
-        {
-            "id": ctx.snapshot_id,
-            "ch": changes_made,
-            "a": tx.author,
-            "m": tx.commit_message,
-            "x": extra_info,
-        },
-    )
-    return Snapshot(
-        ctx.snapshot_id,
-        ctx.now,
-        ctx.schema_version,
-        ctx.next_catalog_id,
-        ctx.next_file_id,
-        split_changes(changes_made),  # as stored: deduplicated, in DuckDB's order
-        tx.author,
-        tx.commit_message,
-        extra_info,
-    )

@@ -1,6 +1,8 @@
 """The data half of a commit: data and delete files, inlined rows, table statistics.
 
-Split from commit.py, which adds schemas, tables and views on top of DataWriter.
+Split from commit.py, which adds schemas, tables and views on top of DataWriter. Tables
+are the plan's TableRefs; ids of tables and schemas this commit creates are assigned
+here, on every attempt, and looked up by uuid.
 """
 
 from __future__ import annotations
@@ -8,21 +10,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import ddl
+from . import metadata_ddl as ddl
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
 from .models import Change, Column, Snapshot
 from .options import OptionRow, resolve_option
-from .reader import visible
-from .staged import ColumnDraft, DataFileSpec, DeleteFileSpec, StagedTable
+from .plan import CommitPlan, DataFileSpec, DeleteFileSpec, SchemaRef, TableRef
+from .reader import CatalogReader
+from .store import Store, visible
 from .types import FLOAT_TYPES, NESTED_TYPES, merge_max, merge_min
-
-if TYPE_CHECKING:
-    from .transaction import Transaction
 
 _SYSTEM_COLUMNS = {"row_id", "begin_snapshot", "end_snapshot"}
 
@@ -42,11 +42,14 @@ class DataWriter:
     """Catalog rows for data: files, deletes, inlined rows and the table stats they
     move. CommitContext adds the catalog objects (schemas, tables, views)."""
 
-    def __init__(self, tx: Transaction, conn: Connection, latest: Snapshot):
-        self.tx = tx
-        self.lake = tx.lake
-        self.backend = tx.lake.backend
+    def __init__(self, store: Store, conn: Connection, latest: Snapshot, plan: CommitPlan):
+        self.lake = store
+        self.backend = store.backend
         self.conn = conn
+        self.latest = latest
+        self.tables = {t.uuid: t for t in plan.tables}
+        self.table_ids: dict[str, int] = {}  # uuid -> id of tables created here
+        self.schema_ids: dict[str, int] = {}  # uuid -> id of schemas created here
         self.snapshot_id = latest.snapshot_id + 1
         self.schema_version = latest.schema_version
         self.next_catalog_id = latest.next_catalog_id
@@ -68,6 +71,12 @@ class DataWriter:
         ]
 
     # -- helpers -------------------------------------------------------------------
+    def tid(self, t: TableRef) -> int:
+        return t.table_id if t.table_id is not None else self.table_ids[t.uuid]
+
+    def sid(self, s: SchemaRef) -> int:
+        return s.schema_id if s.schema_id is not None else self.schema_ids[s.uuid]
+
     def t(self, name: str) -> str:
         return self.lake.qualified(name)
 
@@ -104,24 +113,24 @@ class DataWriter:
             {"snap": self.snapshot_id, **params},
         )
 
-    def create_inlined_table(self, t: StagedTable) -> str | None:
+    def create_inlined_table(self, t: TableRef) -> str | None:
         """DuckDB creates a new inlined-data table whenever a table's column set changes."""
-        assert t.table_id is not None and t.schema.schema_id is not None
-        limit = self.option("data_inlining_row_limit", t.schema.schema_id, t.table_id)
+        table_id = self.tid(t)
+        limit = self.option("data_inlining_row_limit", self.sid(t.schema), table_id)
         if limit is not None and int(limit) == 0:
             return None
         if not _can_inline(self.backend, t.columns):
             return None
-        name = ddl.inlined_table_name(t.table_id, self.schema_version)
+        name = ddl.inlined_table_name(table_id, self.schema_version)
         cols = [(c.name, c.type) for c in t.columns]
         self.conn.exec_driver_sql(
             ddl.create_inlined_data_table(self.backend, self.lake.metadata_schema, name, cols)
         )
         self.run(
             f"INSERT INTO {self.t('ducklake_inlined_data_tables')} VALUES (:tid, :name, :v)",
-            {"tid": t.table_id, "name": name, "v": self.schema_version},
+            {"tid": table_id, "name": name, "v": self.schema_version},
         )
-        self.new_inlined[t.table_id] = name
+        self.new_inlined[table_id] = name
         return name
 
     # -- stats ---------------------------------------------------------------------
@@ -162,7 +171,7 @@ class DataWriter:
     def merge_column_stats(
         self,
         stats: _Stats,
-        column: ColumnDraft,
+        column: Column,
         has_null: bool,
         has_nan: bool | None,
         lo: str | None,
@@ -226,16 +235,16 @@ class DataWriter:
     # -- data ----------------------------------------------------------------------
     def add_files(
         self,
-        t: StagedTable,
-        files: list[DataFileSpec],
+        t: TableRef,
+        files: Sequence[DataFileSpec],
         *,
         change: str | None = "inserted_into_table",
         count: bool = True,
     ) -> list[int]:
         """Register written files; `count` adds their rows and bytes to the table stats
         (compaction moves rows that were counted already)."""
-        assert t.table_id is not None
-        stats = self.table_stats(t.table_id)
+        table_id = self.tid(t)
+        stats = self.table_stats(table_id)
         partition_id = (
             self.current_partition_id(t)
             if any(f.partition_values is not None for f in files)
@@ -261,7 +270,7 @@ class DataWriter:
             file_rows.append(
                 {
                     "id": fid,
-                    "tid": t.table_id,
+                    "tid": self.tid(t),
                     "begin": f.begin_snapshot if f.begin_snapshot is not None else self.snapshot_id,
                     "path": f.path,
                     "rel": self.b(f.path_is_relative),
@@ -277,7 +286,7 @@ class DataWriter:
                 stat_rows.append(
                     {
                         "fid": fid,
-                        "tid": t.table_id,
+                        "tid": self.tid(t),
                         "cid": cid,
                         "size": cs.column_size_bytes,
                         "vc": cs.value_count,
@@ -297,7 +306,7 @@ class DataWriter:
                         cs.max_value,
                     )
             for i, value in enumerate(f.partition_values or ()):
-                part_rows.append({"fid": fid, "tid": t.table_id, "i": i, "v": value})
+                part_rows.append({"fid": fid, "tid": self.tid(t), "i": i, "v": value})
         self.run(
             f"INSERT INTO {self.t('ducklake_data_file')} VALUES (:id, :tid, :begin, NULL, NULL, "
             ":path, :rel, 'parquet', :rc, :size, :footer, :rid, :pid, NULL, NULL, :pmax)",
@@ -312,22 +321,22 @@ class DataWriter:
             f"INSERT INTO {self.t('ducklake_file_partition_value')} VALUES (:fid, :tid, :i, :v)",
             part_rows,
         )
-        self.file_tables.add(t.table_id)
+        self.file_tables.add(self.tid(t))
         if change is not None:
-            self.change(change, t.table_id)
+            self.change(change, self.tid(t))
         return [r["id"] for r in file_rows]
 
-    def current_partition_id(self, t: StagedTable) -> int | None:
+    def current_partition_id(self, t: TableRef) -> int | None:
         row = self.conn.execute(
             sa.text(
                 f"SELECT partition_id FROM {self.t('ducklake_partition_info')} pi "
                 f"WHERE table_id = :tid AND {visible('pi')}"
             ),
-            {"tid": t.table_id, "snap": self.snapshot_id},
+            {"tid": self.tid(t), "snap": self.snapshot_id},
         ).first()
         return row[0] if row else None
 
-    def add_deletes(self, t: StagedTable, files: list[DeleteFileSpec]) -> None:
+    def add_deletes(self, t: TableRef, files: Sequence[DeleteFileSpec]) -> None:
         ids = [f.data_file_id for f in files]
         stmt = sa.text(
             f"SELECT delete_file_id, data_file_id, path, path_is_relative, begin_snapshot "
@@ -336,7 +345,7 @@ class DataWriter:
         ).bindparams(sa.bindparam("ids", expanding=True))
         existing = {
             r.data_file_id: r
-            for r in self.conn.execute(stmt, {"tid": t.table_id, "ids": ids}).fetchall()
+            for r in self.conn.execute(stmt, {"tid": self.tid(t), "ids": ids}).fetchall()
         }
         rows = []
         for f in files:
@@ -357,7 +366,7 @@ class DataWriter:
             rows.append(
                 {
                     "id": self.file_id(),
-                    "tid": t.table_id,
+                    "tid": self.tid(t),
                     "begin": begin if begin is not None else self.snapshot_id,
                     "fid": f.data_file_id,
                     "path": f.path,
@@ -373,10 +382,10 @@ class DataWriter:
             ":path, :rel, 'parquet', :dc, :size, :footer, NULL, :pmax)",
             rows,
         )
-        self.change("deleted_from_table", t.table_id)  # type: ignore[arg-type]
+        self.change("deleted_from_table", self.tid(t))
 
     def schedule_deletion(
-        self, t: StagedTable, file_id: int, path: str, relative: bool | None
+        self, t: TableRef, file_id: int, path: str, relative: bool | None
     ) -> None:
         if relative and t.schema.path_is_relative:
             stored, rel = t.schema.path + t.path + path, True
@@ -401,7 +410,7 @@ class DataWriter:
         self.conn.execute(stmt, {"ids": list(ids), **params})
 
     def end_files(
-        self, t: StagedTable, ids: list[int], change: str | None = "deleted_from_table"
+        self, t: TableRef, ids: Sequence[int], change: str | None = "deleted_from_table"
     ) -> None:
         for table in ("ducklake_data_file", "ducklake_delete_file"):
             self.run_in(
@@ -409,18 +418,17 @@ class DataWriter:
                 "AND end_snapshot IS NULL AND data_file_id IN :ids",
                 ids,
                 snap=self.snapshot_id,
-                tid=t.table_id,
+                tid=self.tid(t),
             )
         if change is not None:
-            self.change(change, t.table_id)  # type: ignore[arg-type]
+            self.change(change, self.tid(t))
 
     def inline_insert(
-        self, t: StagedTable, rows: list[tuple[Any, ...]], row_ids: list[int] | None
+        self, t: TableRef, rows: Sequence[tuple[Any, ...]], row_ids: Sequence[int] | None
     ) -> None:
-        assert t.table_id is not None
-        name = self.new_inlined.get(t.table_id) or self.latest_inlined_table(t)
-        stats = self.table_stats(t.table_id)
-        columns = [c.to_column() for c in t.columns]
+        name = self.new_inlined.get(self.tid(t)) or self.latest_inlined_table(t)
+        stats = self.table_stats(self.tid(t))
+        columns = list(t.columns)
         params = []
         for i, row in enumerate(rows):
             if row_ids is None:
@@ -458,13 +466,14 @@ class DataWriter:
                 lo,
                 hi,
             )
-        self.inline_only_tables.add(t.table_id)
-        self.change("inlined_insert", t.table_id)
+        self.inline_only_tables.add(self.tid(t))
+        self.change("inlined_insert", self.tid(t))
 
-    def latest_inlined_table(self, t: StagedTable) -> str:
+    def latest_inlined_table(self, t: TableRef) -> str:
         """The newest inlined table when its layout is the table's; else create one."""
-        assert t.table_id is not None
-        existing = self.lake.catalog(None).inlined_tables(t.table_id)
+        # read on the commit's own connection: inside its write transaction
+        reader = CatalogReader(self.lake, self.latest, connection=self.conn)
+        existing = reader.inlined_tables(self.tid(t))
         layout = (tuple(c.column_id for c in t.columns), tuple(c.type for c in t.columns))
         if existing and (existing[-1].column_ids, existing[-1].column_types) == layout:
             return existing[-1].name
@@ -474,7 +483,7 @@ class DataWriter:
             raise ValueError(f"table {t.qualified_name} cannot hold inlined rows")
         return name
 
-    def inline_delete_rows(self, t: StagedTable, row_ids: list[int]) -> None:
+    def inline_delete_rows(self, t: TableRef, row_ids: Sequence[int]) -> None:
         names = [
             r[0]
             for r in self.conn.execute(
@@ -482,7 +491,7 @@ class DataWriter:
                     f"SELECT table_name FROM {self.t('ducklake_inlined_data_tables')} "
                     "WHERE table_id = :tid"
                 ),
-                {"tid": t.table_id},
+                {"tid": self.tid(t)},
             ).fetchall()
         ]
         for name in names:
@@ -492,22 +501,21 @@ class DataWriter:
                 row_ids,
                 snap=self.snapshot_id,
             )
-        self.change("inlined_delete", t.table_id)  # type: ignore[arg-type]
+        self.change("inlined_delete", self.tid(t))
 
     def inline_delete_positions(
-        self, t: StagedTable, data_file_id: int, positions: list[int]
+        self, t: TableRef, data_file_id: int, positions: Sequence[int]
     ) -> None:
-        assert t.table_id is not None
-        name = ddl.inlined_delete_table_name(t.table_id)
+        name = ddl.inlined_delete_table_name(self.tid(t))
         self.conn.exec_driver_sql(ddl.create_inlined_delete_table(self.lake.metadata_schema, name))
         self.run(
             f"INSERT INTO {self.t(name)} VALUES (:f, :r, :snap)",
             [{"f": data_file_id, "r": p, "snap": self.snapshot_id} for p in positions],
         )
-        self.change("inlined_delete", t.table_id)
+        self.change("inlined_delete", self.tid(t))
 
 
-def _leaf_values(columns: list[Column], rows: list[tuple[Any, ...]]) -> dict[int, list[Any]]:
+def _leaf_values(columns: list[Column], rows: Sequence[tuple[Any, ...]]) -> dict[int, list[Any]]:
     """Per leaf column id, every value it holds across rows (NULL parents give NULLs)."""
     out: dict[int, list[Any]] = {}
 
@@ -543,7 +551,7 @@ def _leaf_values(columns: list[Column], rows: list[tuple[Any, ...]]) -> dict[int
     return out
 
 
-def _can_inline(backend: str, columns: list[ColumnDraft]) -> bool:
+def _can_inline(backend: str, columns: Sequence[Column]) -> bool:
     for c in columns:
         if c.name in _SYSTEM_COLUMNS or c.name.startswith("_ducklake_internal"):
             return False

@@ -14,23 +14,19 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
-from . import ddl
+from . import metadata_ddl as ddl
 from .codec import decode_catalog_time, encode_catalog_time
 from .errors import InvalidChangeError
 from .models import DataFile, Snapshot, TableInfo
 from .options import INTERVAL_TEXT, parse_size, resolve_option
-from .reader import CatalogReader, snapshot_from_row
-
-if TYPE_CHECKING:
-    from .commit_data import DataWriter
-    from .lake import Lake
-    from .staged import DataFileSpec, DeleteFileSpec, StagedTable
+from .reader import CatalogReader
+from .store import Store, snapshot_from_row
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 # Spark writes into folders named so beside the table's files; a writer that died
@@ -72,7 +68,7 @@ def parse_interval(text: str) -> timedelta:
 
 
 def tables_in_scope(
-    lake: Lake, cat: CatalogReader, schema: str | None, table: str | None
+    lake: Store, cat: CatalogReader, schema: str | None, table: str | None
 ) -> list[TableInfo]:
     """The named table, or every table (of `schema`) whose `auto_compact` is not false."""
     if table is not None:
@@ -111,7 +107,7 @@ def _column_signature(rows: Sequence[Any], snap: int) -> frozenset[tuple[Any, ..
 
 
 def merge_groups(
-    lake: Lake,
+    lake: Store,
     cat: CatalogReader,
     table: TableInfo,
     *,
@@ -148,7 +144,7 @@ def merge_groups(
 
 
 def rewrite_groups(
-    lake: Lake, cat: CatalogReader, table: TableInfo, *, delete_threshold: float | None
+    lake: Store, cat: CatalogReader, table: TableInfo, *, delete_threshold: float | None
 ) -> list[FileGroup]:
     """Live files whose deleted share reaches the threshold, packed per partition."""
     if delete_threshold is None:
@@ -175,7 +171,7 @@ def rewrite_groups(
     return _pack(table, by_key, _target_file_size(lake, table), None, singles=True)
 
 
-def _target_file_size(lake: Lake, table: TableInfo) -> int:
+def _target_file_size(lake: Store, table: TableInfo) -> int:
     text = lake.option("target_file_size", schema_id=table.schema_id, table_id=table.table_id)
     return parse_size(text) if text else DEFAULT_TARGET_FILE_SIZE
 
@@ -204,79 +200,6 @@ def _pack(
     return groups[:max_groups] if max_groups is not None else groups
 
 
-# -- committing a compaction --------------------------------------------------------------
-
-
-def apply_compaction(
-    ctx: DataWriter,
-    t: StagedTable,
-    kind: str,
-    replaced: Sequence[DataFile],
-    files: list[DataFileSpec],
-) -> None:
-    """`merge_adjacent`: the merged file stands in for its inputs at every snapshot, so
-    their rows leave the catalog (paths scheduled for deletion). `rewrite_delete`: the
-    new file holds the inputs' live rows from this snapshot on; the inputs and their
-    delete files end here and stay readable by time travel."""
-    assert t.table_id is not None
-    ids = [f.data_file_id for f in replaced]
-    if kind == "merge_adjacent":
-        for f in replaced:
-            ctx.schedule_deletion(t, f.data_file_id, f.stored_path, f.path_is_relative)
-        for target in (
-            "ducklake_data_file",
-            "ducklake_file_column_stats",
-            "ducklake_file_partition_value",
-        ):
-            ctx.run_in(f"DELETE FROM {ctx.t(target)} WHERE data_file_id IN :ids", ids)
-        ctx.add_files(t, files, change=None, count=False)
-    elif kind == "rewrite_delete":
-        ctx.end_files(t, ids, change=None)
-        stats = ctx.table_stats(t.table_id)
-        stats.record_count -= sum(f.record_count for f in replaced)
-        stats.file_size_bytes -= sum(f.file_size_bytes for f in replaced)
-        stats.dirty = True
-        ctx.add_files(t, files, change=None)
-    else:
-        raise ValueError(f"unknown compaction {kind!r}")
-    ctx.change(kind, t.table_id)
-
-
-@dataclass(frozen=True)
-class Flush:
-    """Inlined data moved to files: the files (rows keep their ids and snapshots), delete
-    files for rows of theirs that had ended (`new_file_deletes`: index into `files`), delete
-    files replacing inlined deletions of older files, and the catalog rows to remove."""
-
-    files: list[DataFileSpec]
-    new_file_deletes: list[tuple[int, DeleteFileSpec]]
-    file_deletes: list[DeleteFileSpec]
-    row_ids: list[int]
-    deleted_positions: list[tuple[int, int]]  # (data file id, position)
-
-
-def apply_flush(ctx: DataWriter, t: StagedTable, flush: Flush) -> None:
-    assert t.table_id is not None
-    ids = ctx.add_files(t, flush.files, change=None, count=False)
-    deletes = [replace(d, data_file_id=ids[i]) for i, d in flush.new_file_deletes]
-    if deletes or flush.file_deletes:
-        ctx.add_deletes(t, deletes + flush.file_deletes)
-    if flush.row_ids:
-        names = ctx.run(
-            f"SELECT table_name FROM {ctx.t('ducklake_inlined_data_tables')} WHERE table_id = :tid",
-            {"tid": t.table_id},
-        ).fetchall()
-        for (name,) in names:
-            ctx.run_in(f"DELETE FROM {ctx.t(name)} WHERE row_id IN :ids", flush.row_ids)
-    if flush.deleted_positions:
-        ctx.run(
-            f"DELETE FROM {ctx.t(ddl.inlined_delete_table_name(t.table_id))} "
-            "WHERE file_id = :f AND row_id = :r",
-            [{"f": f, "r": r} for f, r in flush.deleted_positions],
-        )
-    ctx.change("inline_flush", t.table_id)
-
-
 # -- expiring snapshots -------------------------------------------------------------------
 
 
@@ -290,7 +213,7 @@ def _gone(snap: str, alias: str = "") -> str:
 
 
 def expire_snapshots(
-    lake: Lake,
+    lake: Store,
     *,
     versions: Iterable[int] | None = None,
     older_than: datetime | None = None,
@@ -309,7 +232,7 @@ def expire_snapshots(
         older_than = datetime.now(UTC) - parse_interval(text)
     with lake.write_connection() as conn:
         latest = lake.latest_snapshot(conn)
-        rows = conn.execute(sa.text(lake._snapshot_query("1=1"))).fetchall()
+        rows = conn.execute(sa.text(lake.snapshot_query("1=1"))).fetchall()
         snaps = [snapshot_from_row(r) for r in rows if r.snapshot_id != latest.snapshot_id]
         wanted = set(versions) if versions is not None else None
         chosen = [
@@ -324,7 +247,7 @@ def expire_snapshots(
     return chosen
 
 
-def _remove_snapshots(lake: Lake, conn: Any, ids: list[int]) -> None:
+def _remove_snapshots(lake: Store, conn: Any, ids: list[int]) -> None:
     q = lake.qualified
     run = _runner(conn)
     in_ids: Any = sa.bindparam("ids", expanding=True)
@@ -427,7 +350,7 @@ def _runner(conn: Any) -> Callable[..., Sequence[Any]]:
 # -- paths --------------------------------------------------------------------------------
 
 
-def table_roots(lake: Lake, conn: Any) -> dict[int, tuple[str, bool]]:
+def table_roots(lake: Store, conn: Any) -> dict[int, tuple[str, bool]]:
     """table id -> (directory relative to the data path or absolute, is_relative)."""
     q = lake.qualified
     schemas: dict[int, tuple[str, bool]] = {}
@@ -448,7 +371,7 @@ def table_roots(lake: Lake, conn: Any) -> dict[int, tuple[str, bool]]:
 
 
 def _stored_path(
-    lake: Lake, roots: dict[int, tuple[str, bool]], table_id: int, path: str, relative: Any
+    lake: Store, roots: dict[int, tuple[str, bool]], table_id: int, path: str, relative: Any
 ) -> dict[str, Any]:
     """How ducklake_files_scheduled_for_deletion stores a file: relative to the data path."""
     if not _as_bool(relative):
@@ -457,7 +380,7 @@ def _stored_path(
     return {"p": root + path, "rel": _bool(lake, root_rel)}
 
 
-def absolute_path(lake: Lake, path: str, relative: Any) -> str:
+def absolute_path(lake: Store, path: str, relative: Any) -> str:
     return lake.data_path + path if _as_bool(relative) else path
 
 
@@ -467,7 +390,7 @@ def _as_bool(value: Any) -> bool:
     return bool(value)
 
 
-def _bool(lake: Lake, value: bool) -> Any:
+def _bool(lake: Store, value: bool) -> Any:
     return value if lake.backend == "postgres" else int(value)
 
 
@@ -482,7 +405,7 @@ class ScheduledFile:
 
 
 def cleanup_candidates(
-    lake: Lake, *, older_than: datetime | None, cleanup_all: bool
+    lake: Store, *, older_than: datetime | None, cleanup_all: bool
 ) -> list[ScheduledFile]:
     """Files scheduled for deletion before `older_than` (or all): DuckDB's defaults apply
     the `delete_older_than` option when neither is given; without it nothing is chosen."""
@@ -508,7 +431,7 @@ def cleanup_candidates(
     return chosen
 
 
-def forget_scheduled(lake: Lake, files: Sequence[ScheduledFile]) -> None:
+def forget_scheduled(lake: Store, files: Sequence[ScheduledFile]) -> None:
     """Drop the schedule rows of files that are gone from storage."""
     if not files:
         return
@@ -530,7 +453,7 @@ class Orphans:
     staging: list[str]
 
 
-def find_orphans(lake: Lake, *, older_than: datetime | None, cleanup_all: bool) -> Orphans:
+def find_orphans(lake: Store, *, older_than: datetime | None, cleanup_all: bool) -> Orphans:
     """Files under the data path the catalog does not know (not as data, delete or
     scheduled file), last modified before `older_than` (or any age with cleanup_all):
     Parquet files, and anything inside a writer's staging folder. One listing."""
@@ -581,7 +504,7 @@ def remove_folders(folders: Sequence[str]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _orphan_age(lake: Lake, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
+def _orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
     """The age limit for orphans: given, the lake's `delete_older_than`, or none at all."""
     if cleanup_all:
         return datetime.max.replace(tzinfo=UTC)
@@ -593,7 +516,7 @@ def _orphan_age(lake: Lake, older_than: datetime | None, cleanup_all: bool) -> d
     return older_than
 
 
-def _staging_folder(lake: Lake, directory: str) -> str | None:
+def _staging_folder(lake: Store, directory: str) -> str | None:
     """The outermost staging folder `directory` lies in, if any."""
     parts = os.path.relpath(directory, lake.data_path).split(os.sep)
     for depth, part in enumerate(parts):

@@ -9,6 +9,8 @@ and reads lakes that have them all the same.
 
 from __future__ import annotations
 
+from .errors import InvalidChangeError
+
 MAX_NAME_LENGTH = 128
 FORBIDDEN = "/\\.\"'`"
 ACCEPTED_NAMES = (
@@ -29,3 +31,16 @@ def name_problem(name: str) -> str | None:
     if bad:
         return "it contains " + " ".join(repr(ch) for ch in bad)
     return None
+
+
+def check_name(kind: str, name: str) -> None:
+    if not name or not name.strip():
+        raise InvalidChangeError(f"{kind} name must not be empty")
+    if kind == "column":  # column names live inside files, never in paths
+        return
+    problem = name_problem(name)
+    if problem is not None:
+        raise InvalidChangeError(
+            f"{kind} name {name[:60]!r}{'…' if len(name) > 60 else ''} is not accepted: "
+            f"{problem}; accepted: {ACCEPTED_NAMES}"
+        )

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import ddl
-from .codec import as_bool, decode_catalog_time, decode_inlined, decode_scalar
+from . import metadata_ddl as ddl
+from .codec import as_bool, decode_inlined, decode_scalar
 from .errors import CatalogNotFoundError
 from .models import (
     SPARK_SQL_TAG,
-    Change,
     Column,
     ColumnStats,
     DataFile,
@@ -41,10 +40,7 @@ from .models import (
     TableStats,
     ViewInfo,
 )
-
-if TYPE_CHECKING:
-    from .lake import Lake
-
+from .store import Store, visible
 
 _DELETE_COLUMNS = """del.delete_file_id, del.data_file_id AS del_data_file_id,
     del.path AS del_path, del.path_is_relative AS del_rel, del.format AS del_format,
@@ -71,53 +67,6 @@ def _delete_file(r: Any, root: str) -> DeleteFile | None:
         begin_snapshot=r.del_begin,
         partial_max=r.del_partial_max,
         encryption_key=r.del_key,
-    )
-
-
-def visible(alias: str) -> str:
-    """Row validity at snapshot `:snap` (begin inclusive, end exclusive)."""
-    return (
-        f"{alias}.begin_snapshot <= :snap AND "
-        f"({alias}.end_snapshot IS NULL OR {alias}.end_snapshot > :snap)"
-    )
-
-
-def split_changes(changes_made: str | None) -> tuple[Change, ...]:
-    """Split `a:1,created_table:"s"."x,y"` on commas outside double quotes."""
-    if not changes_made:
-        return ()
-    out: list[Change] = []
-    buf: list[str] = []
-    in_quotes = False
-    for ch in changes_made:
-        if ch == '"':
-            in_quotes = not in_quotes
-        if ch == "," and not in_quotes:
-            out.append(_change("".join(buf)))
-            buf = []
-        else:
-            buf.append(ch)
-    if buf:
-        out.append(_change("".join(buf)))
-    return tuple(out)
-
-
-def _change(entry: str) -> Change:
-    kind, _, value = entry.partition(":")
-    return Change(kind, value)
-
-
-def snapshot_from_row(row: Any) -> Snapshot:
-    return Snapshot(
-        snapshot_id=row.snapshot_id,
-        snapshot_time=decode_catalog_time(row.snapshot_time),
-        schema_version=row.schema_version,
-        next_catalog_id=row.next_catalog_id,
-        next_file_id=row.next_file_id,
-        changes=split_changes(row.changes_made),
-        author=row.author,
-        commit_message=row.commit_message,
-        commit_extra_info=row.commit_extra_info,
     )
 
 
@@ -152,11 +101,12 @@ def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = Non
 class CatalogReader:
     """The catalog at snapshot `snapshot_id` of `lake`."""
 
-    def __init__(self, lake: Lake, snapshot: Snapshot):
+    def __init__(self, lake: Store, snapshot: Snapshot, connection: Connection | None = None):
+        """`connection`: read on it (a commit reads inside its own write transaction)."""
         self.lake = lake
         self.snapshot = snapshot
         self.snapshot_id = snapshot.snapshot_id
-        self._conn: Connection | None = None
+        self._conn = connection
 
     @contextmanager
     def session(self) -> Iterator[CatalogReader]:

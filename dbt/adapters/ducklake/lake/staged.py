@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import CatalogNotFoundError, InvalidChangeError
 from .models import Column, PartitionSpec, SortSpec
+from .plan import AlterTable, ColumnRows, CreateTable, NewComment, SchemaRef, TableRef
 from .types import ColumnSpec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -158,6 +159,9 @@ class StagedSchema:
         """Absolute directory of this schema's tables."""
         return data_path + self.path if self.path_is_relative else self.path
 
+    def ref(self) -> SchemaRef:
+        return SchemaRef(self.name, self.uuid, self.schema_id, self.path, self.path_is_relative)
+
 
 @dataclass
 class StagedTable:
@@ -231,6 +235,66 @@ class StagedTable:
             return self.columns
         return self.find(names[:-1]).children
 
+    # -- freezing into a commit plan ------------------------------------------------
+    def ref(self) -> TableRef:
+        return TableRef(
+            self.schema.ref(),
+            self.name,
+            self.uuid,
+            self.table_id,
+            self.path,
+            self.root,
+            tuple(c.to_column() for c in self.columns),
+        )
+
+    def creation(self) -> CreateTable:
+        return CreateTable(
+            self.ref(), tuple(self.partition or ()), tuple(self.sort or ()), self.comment
+        )
+
+    def alteration(self) -> AlterTable | None:
+        """What changed since the base snapshot; None when nothing did."""
+        change = AlterTable(
+            self.ref(),
+            renamed=self.name != self.base_name,
+            columns=self.column_rows(),
+            partition=tuple(self.partition or ()) if self.partition_changed else None,
+            sort=tuple(self.sort or ()) if self.sort_changed else None,
+            comment=NewComment(self.comment) if self.comment_changed else None,
+            column_comments=self.column_comments(),
+        )
+        return change if change.renamed or change.altered else None
+
+    def column_rows(self) -> ColumnRows | None:
+        current, base = self.flat_columns(), self.base_columns
+        changed = [
+            cid
+            for cid in sorted(set(current) | set(base))
+            if cid not in current
+            or cid not in base
+            or current[cid].row_fields() != base[cid].row_fields()
+        ]
+        if not changed:
+            return None
+        structural = any(
+            c not in current
+            or c not in base
+            or (current[c].name, current[c].type) != (base[c].name, base[c].type)
+            for c in changed
+        )
+        return ColumnRows(
+            tuple(c for c in changed if c in base),
+            tuple(current[c].to_column() for c in changed if c in current),
+            structural,
+        )
+
+    def column_comments(self) -> tuple[tuple[int, str | None], ...]:
+        flat = self.flat_columns()
+        return tuple(
+            (cid, flat[cid].comment if cid in flat else None)
+            for cid in sorted(self.column_comments_changed)
+        )
+
     @property
     def columns_changed(self) -> bool:
         if self.created:
@@ -254,53 +318,3 @@ class StagedView:
     comment: str | None = None
     comment_changed: bool = False
     spark_sql: str | None = None
-
-
-@dataclass(frozen=True)
-class FileColumnStats:
-    """Footer statistics for one column of one data file (stats strings per the spec)."""
-
-    value_count: int | None = None
-    null_count: int | None = None
-    min_value: str | None = None
-    max_value: str | None = None
-    contains_nan: bool | None = None
-    column_size_bytes: int | None = None
-
-
-@dataclass(frozen=True)
-class DataFileSpec:
-    """A written Parquet file to register. `path` is relative to the table root."""
-
-    path: str
-    record_count: int
-    file_size_bytes: int
-    footer_size: int | None = None
-    column_stats: dict[int, FileColumnStats] = field(default_factory=dict)
-    partition_values: tuple[str | None, ...] | None = None
-    path_is_relative: bool = True
-    row_id_start: int | None = None  # set when rows keep ids they already had
-    ids_in_file: bool = False  # every row carries its id: no row_id_start (compaction)
-    partial_max: int | None = None
-    begin_snapshot: int | None = None
-
-
-@dataclass(frozen=True)
-class DeleteFileSpec:
-    """A positional delete file for one data file.
-
-    When the data file already has a live delete file, the new file must hold all of
-    its positions too, with `_ducklake_internal_snapshot_id` per position (a partial
-    delete file); the commit replaces the old one as DuckDB does.
-    """
-
-    data_file_id: int
-    path: str
-    delete_count: int
-    file_size_bytes: int
-    footer_size: int | None = None
-    path_is_relative: bool = True
-    # partial files: min / max `_ducklake_internal_snapshot_id` they hold (DuckDB stamps
-    # new positions with `Transaction.stamp_snapshot_id`)
-    begin_snapshot: int | None = None
-    partial_max: int | None = None

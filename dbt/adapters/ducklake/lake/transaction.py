@@ -1,26 +1,20 @@
 """Stage catalog and data changes; commit them as exactly one DuckLake snapshot.
 
 Staging validates against the snapshot the transaction started from (plus what it has
-staged), so bad input fails before anything is written. Commit writes everything in one
-metadata transaction; if another writer committed meanwhile, the spec's logical
-conflict rules decide between a clear CommitConflictError and a retry with fresh ids
+staged), so bad input fails before anything is written. Committing freezes the staged
+drafts into an immutable CommitPlan (plan.py) that commit.py writes in one metadata
+transaction, retrying the same plan with fresh ids when another writer got there first
 (files already written are reused, never rewritten).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import random
-import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy.exc import DBAPIError
-
-from .changes import ChangeSet, Intent, check_conflicts, qualified_name
+from .commit import commit_plan
 from .errors import (
     CatalogExistsError,
     CatalogNotFoundError,
@@ -28,59 +22,54 @@ from .errors import (
     InvalidChangeError,
     LakeError,
 )
-from .models import Change, Snapshot
-from .names import ACCEPTED_NAMES, name_problem
+from .models import DataFile, Snapshot
+from .names import check_name
 from .options import check_option_value
+from .plan import (
+    AddDataFiles,
+    AddDeleteFiles,
+    CatalogOp,
+    CommentOnSchema,
+    CommentOnView,
+    CommitPlan,
+    CreateSchema,
+    CreateView,
+    DataFileSpec,
+    DataOp,
+    DeleteFileSpec,
+    DeleteInlinedPositions,
+    DeleteInlinedRows,
+    DropSchema,
+    DropTable,
+    DropView,
+    EndDataFiles,
+    Flush,
+    InsertInlined,
+    MergeAdjacentFiles,
+    RewriteDeletedFiles,
+    SetOption,
+)
 from .reader import CatalogReader
 from .staged import (
     ColumnDraft,
-    DataFileSpec,
-    DeleteFileSpec,
     StagedSchema,
     StagedTable,
     StagedView,
-    check_transform,
     drafts_from_spec,
     new_uuid,
     object_path,
 )
-from .types import ColumnSpec, check_promotion
-
-if TYPE_CHECKING:
-    from .lake import Lake
-
-log = logging.getLogger("dbt.adapters.ducklake.lake")
-
-MAX_RETRIES = 10
-RETRY_WAIT_S = 0.1
-RETRY_BACKOFF = 1.5
+from .store import Store
+from .table_edits import TableEdits
+from .types import ColumnSpec
 
 
-@dataclass
-class DataOp:
-    """One data change, applied in staging order at commit."""
-
-    kind: (
-        str  # files | deletes | end_files | inline_insert | inline_delete_rows | inline_delete_pos
-    )
-    table: StagedTable
-    payload: Any
-
-
-@dataclass
-class OptionOp:
-    key: str
-    value: str
-    schema: StagedSchema | None
-    table: StagedTable | None
-
-
-class Transaction:
+class Transaction(TableEdits):
     """Use as a context manager: commits on normal exit, discards on an exception."""
 
     def __init__(
         self,
-        lake: Lake,
+        lake: Store,
         *,
         author: str | None,
         commit_message: str | None,
@@ -100,7 +89,7 @@ class Transaction:
         self._view_order: list[StagedView] = []
         self._created_schemas: list[StagedSchema] = []
         self.data_ops: list[DataOp] = []
-        self.option_ops: list[OptionOp] = []
+        self.option_ops: list[SetOption] = []
         self.committed: Snapshot | None = None
         self._closed = False
 
@@ -153,7 +142,7 @@ class Transaction:
         return name in self._schema_map()
 
     def create_schema(self, name: str, *, if_not_exists: bool = False) -> StagedSchema:
-        _check_name("schema", name)
+        check_name("schema", name)
         if name in self._schema_map():
             if if_not_exists:
                 return self._schema_map()[name]
@@ -252,7 +241,7 @@ class Transaction:
         so a later statement of the same transaction would not see the change)."""
         for t in self._table_order:
             named = t.schema.name == schema and name in (t.base_name, t.name)
-            if named and (_table_changed(t) or any(op.table is t for op in self.data_ops)):
+            if named and (_table_changed(t) or self._has_data(t)):
                 return True
         view = self._views.get((schema, name))
         return view is not None and (view.created or view.dropped)
@@ -265,7 +254,7 @@ class Transaction:
             if t.schema.name != schema or name not in (t.base_name, t.name):
                 continue
             moved = t.created or t.dropped or t.name != t.base_name
-            if moved or any(op.table is t for op in self.data_ops):
+            if moved or self._has_data(t):
                 return True
         return False
 
@@ -296,7 +285,7 @@ class Transaction:
         sort_by: Sequence[tuple[str, str, str]] | None = None,
         comment: str | None = None,
     ) -> StagedTable:
-        _check_name("table", name)
+        check_name("table", name)
         staged_schema = self.schema(schema)
         self._check_entry_free(schema, name)
         if not columns:
@@ -344,7 +333,7 @@ class Transaction:
             raise CatalogNotFoundError(f"table {schema}.{name} does not exist")
         staged = self.table(schema, name)
         # data staged for a table that goes away is moot
-        self.data_ops = [op for op in self.data_ops if op.table is not staged]
+        self.data_ops = [op for op in self.data_ops if op.table_uuid != staged.uuid]
         if staged.created:
             del self._tables[(schema, name)]
             self._table_order.remove(staged)
@@ -352,7 +341,7 @@ class Transaction:
         staged.dropped = True
 
     def rename_table(self, schema: str, name: str, new_name: str) -> StagedTable:
-        _check_name("table", new_name)
+        check_name("table", new_name)
         staged = self.table(schema, name)
         self._check_entry_free(schema, new_name)
         del self._tables[(schema, name)]
@@ -362,128 +351,6 @@ class Transaction:
 
     def comment_on_table(self, table: StagedTable, comment: str | None) -> None:
         table.comment, table.comment_changed = comment, True
-
-    # -- columns ---------------------------------------------------------------------
-    def add_column(
-        self, table: StagedTable, column: ColumnSpec, parent: tuple[str, ...] = ()
-    ) -> ColumnDraft:
-        if parent:
-            holder = table.find(parent)
-            if holder.type != "struct":
-                raise InvalidChangeError(
-                    f"cannot add field {column.name!r} to {'.'.join(parent)!r} of "
-                    f"{table.qualified_name}: it is a {holder.type}, not a struct"
-                )
-            siblings, parent_id = holder.children, holder.column_id
-        else:
-            siblings, parent_id = table.columns, None
-        if any(c.name == column.name for c in siblings):
-            raise CatalogExistsError(
-                f"column {'.'.join((*parent, column.name))!r} already exists in "
-                f"{table.qualified_name}"
-            )
-        if not column.nullable and column.default is None and not table.created:
-            raise InvalidChangeError(
-                f"cannot add NOT NULL column {column.name!r} to {table.qualified_name} "
-                "without a default"
-            )
-        draft = drafts_from_spec(column, table.next_column_id, parent_id)
-        table.next_column_id += column.count()
-        siblings.append(draft)
-        return draft
-
-    def drop_column(self, table: StagedTable, path: str | tuple[str, ...]) -> None:
-        draft = table.find(path)
-        siblings = table.siblings(path)
-        if len(siblings) == 1:
-            raise InvalidChangeError(
-                f"cannot drop {draft.name!r}: it is the only column of its parent in "
-                f"{table.qualified_name}"
-            )
-        partitioned = {cid for cid, _ in (table.partition or [])}
-        if table.partition is None and table.base_partition:
-            partitioned = {f.column_id for f in table.base_partition.fields}
-        if any(d.column_id in partitioned for d in draft.walk()):
-            raise InvalidChangeError(
-                f"cannot drop column {draft.name!r} of {table.qualified_name}: the table is "
-                "partitioned by it"
-            )
-        siblings.remove(draft)
-
-    def rename_column(self, table: StagedTable, path: str | tuple[str, ...], new_name: str) -> None:
-        draft = table.find(path)
-        if any(c.name == new_name for c in table.siblings(path) if c is not draft):
-            raise CatalogExistsError(
-                f"column {new_name!r} already exists in {table.qualified_name}"
-            )
-        _check_name("column", new_name)
-        draft.name = new_name
-
-    def alter_column_type(
-        self, table: StagedTable, path: str | tuple[str, ...], new_type: str
-    ) -> None:
-        draft = table.find(path)
-        name = ".".join((path,) if isinstance(path, str) else path)
-        check_promotion(f"{table.qualified_name}.{name}", draft.type, new_type)
-        draft.type = new_type
-
-    def set_nullable(self, table: StagedTable, path: str | tuple[str, ...], nullable: bool) -> None:
-        draft = table.find(path)
-        if not nullable and not table.created:
-            stats = self.catalog.table_stats(table.table_id or -1)[1].get(draft.column_id)
-            if stats is not None and stats.contains_null:
-                raise InvalidChangeError(
-                    f"cannot SET NOT NULL on {table.qualified_name}.{draft.name}: the column "
-                    "has NULL values"
-                )
-        draft.nullable = nullable
-
-    def set_default(
-        self, table: StagedTable, path: str | tuple[str, ...], default: str | None
-    ) -> None:
-        draft = table.find(path)
-        draft.default_value = default if default is not None else "NULL"
-
-    def comment_on_column(
-        self, table: StagedTable, path: str | tuple[str, ...], comment: str | None
-    ) -> None:
-        draft = table.find(path)
-        draft.comment = comment
-        table.column_comments_changed.add(draft.column_id)
-
-    # -- layout ----------------------------------------------------------------------
-    def set_partitioned_by(
-        self, table: StagedTable, fields: Sequence[tuple[str | tuple[str, ...], str]]
-    ) -> None:
-        resolved = []
-        for path, transform in fields:
-            draft = _layout_column(table, path, "PARTITIONED BY")
-            if draft.type in ("list", "struct", "map"):
-                raise InvalidChangeError(
-                    f"cannot partition {table.qualified_name} by nested column {draft.name!r}"
-                )
-            resolved.append((draft.column_id, check_transform(transform)))
-        table.partition, table.partition_changed = resolved, True
-
-    def reset_partitioned_by(self, table: StagedTable) -> None:
-        table.partition, table.partition_changed = [], True
-
-    def set_sorted_by(self, table: StagedTable, fields: Sequence[tuple[str, str, str]]) -> None:
-        resolved = []
-        for expression, direction, null_order in fields:
-            d, n = direction.upper(), null_order.upper().replace(" ", "_")
-            if d not in ("ASC", "DESC"):
-                raise InvalidChangeError(f"sort direction {direction!r}: accepted ASC, DESC")
-            if n not in ("NULLS_FIRST", "NULLS_LAST"):
-                raise InvalidChangeError(
-                    f"null order {null_order!r}: accepted NULLS_FIRST, NULLS_LAST"
-                )
-            _layout_column(table, expression, "SORTED BY")
-            resolved.append((expression, d, n))
-        table.sort, table.sort_changed = resolved, True
-
-    def reset_sorted_by(self, table: StagedTable) -> None:
-        table.sort, table.sort_changed = [], True
 
     # -- views -----------------------------------------------------------------------
     def has_view(self, schema: str, name: str) -> bool:
@@ -508,7 +375,7 @@ class Transaction:
     ) -> StagedView:
         """`sql` in `dialect` is what DuckDB reads; `spark_sql`, when given, is kept in a
         `spark_sql` tag so this engine runs the text the view was written in."""
-        _check_name("view", name)
+        check_name("view", name)
         staged_schema = self.schema(schema)
         if or_replace and self.has_view(schema, name):
             self.drop_view(schema, name)
@@ -585,43 +452,53 @@ class Transaction:
             check_option_value(key, text)
         except ValueError as exc:
             raise InvalidChangeError(str(exc)) from None
-        scoped_schema = self.schema(schema) if schema and table is None else None
-        self.option_ops.append(OptionOp(key, text, scoped_schema, table))
+        scoped_schema = self.schema(schema).ref() if schema and table is None else None
+        table_uuid = table.uuid if table is not None else None
+        self.option_ops.append(SetOption(key, text, scoped_schema, table_uuid))
 
     # -- data ------------------------------------------------------------------------
-    def _data(self, kind: str, table: StagedTable, payload: Any) -> None:
+    def _data(self, table: StagedTable, op: DataOp) -> None:
         if table.dropped:
             raise InvalidChangeError(
                 f"table {table.qualified_name} was dropped in this transaction"
             )
-        self.data_ops.append(DataOp(kind, table, payload))
+        self.data_ops.append(op)
+
+    def _has_data(self, table: StagedTable) -> bool:
+        return any(op.table_uuid == table.uuid for op in self.data_ops)
 
     def add_data_files(self, table: StagedTable, files: Iterable[DataFileSpec]) -> None:
-        files = list(files)
-        if files:
-            self._data("files", table, files)
+        specs = tuple(files)
+        if specs:
+            self._data(table, AddDataFiles(table.uuid, specs))
 
     def add_delete_files(self, table: StagedTable, files: Iterable[DeleteFileSpec]) -> None:
-        files = list(files)
-        if table.created and files:
+        specs = tuple(files)
+        if table.created and specs:
             raise InvalidChangeError(f"table {table.qualified_name} has no files to delete from")
-        if files:
-            self._data("deletes", table, files)
+        if specs:
+            self._data(table, AddDeleteFiles(table.uuid, specs))
 
     def end_data_files(self, table: StagedTable, data_file_ids: Iterable[int]) -> None:
-        ids = sorted(set(data_file_ids))
+        ids = tuple(sorted(set(data_file_ids)))
         if ids:
-            self._data("end_files", table, ids)
+            self._data(table, EndDataFiles(table.uuid, ids))
 
-    def compact_files(
-        self, table: StagedTable, kind: str, replaced: Sequence[Any], files: Iterable[DataFileSpec]
+    def merge_adjacent_files(
+        self, table: StagedTable, replaced: Sequence[DataFile], files: Iterable[DataFileSpec]
     ) -> None:
-        """Replace data files by compacted ones (`merge_adjacent` or `rewrite_delete`)."""
-        self._data("compact", table, (kind, list(replaced), list(files)))
+        """Merged files that stand in for `replaced` at every snapshot."""
+        self._data(table, MergeAdjacentFiles(table.uuid, tuple(replaced), tuple(files)))
 
-    def flush_inlined(self, table: StagedTable, flush: Any) -> None:
-        """Move inlined rows and inlined deletions into files (a `lake.maintenance.Flush`)."""
-        self._data("flush", table, flush)
+    def rewrite_deleted_files(
+        self, table: StagedTable, replaced: Sequence[DataFile], files: Iterable[DataFileSpec]
+    ) -> None:
+        """Files that hold `replaced`'s live rows from this snapshot on."""
+        self._data(table, RewriteDeletedFiles(table.uuid, tuple(replaced), tuple(files)))
+
+    def flush_inlined(self, table: StagedTable, flush: Flush) -> None:
+        """Move inlined rows and inlined deletions into files."""
+        self._data(table, flush.frozen(table.uuid))
 
     def insert_inlined(
         self,
@@ -644,20 +521,20 @@ class Transaction:
                     f"table has {width} columns"
                 )
         if rows:
-            ids = list(row_ids) if row_ids is not None else None
-            self._data("inline_insert", table, ([tuple(r) for r in rows], ids))
+            ids = tuple(row_ids) if row_ids is not None else None
+            self._data(table, InsertInlined(table.uuid, tuple(tuple(r) for r in rows), ids))
 
     def delete_inlined_rows(self, table: StagedTable, row_ids: Iterable[int]) -> None:
-        ids = sorted(set(row_ids))
+        ids = tuple(sorted(set(row_ids)))
         if ids:
-            self._data("inline_delete_rows", table, ids)
+            self._data(table, DeleteInlinedRows(table.uuid, ids))
 
     def delete_inlined_positions(
         self, table: StagedTable, data_file_id: int, positions: Iterable[int]
     ) -> None:
-        pos = sorted(set(positions))
+        pos = tuple(sorted(set(positions)))
         if pos:
-            self._data("inline_delete_pos", table, (data_file_id, pos))
+            self._data(table, DeleteInlinedPositions(table.uuid, data_file_id, pos))
 
     # -- commit ----------------------------------------------------------------------
     def _name_of(self, entry_id: int) -> str:
@@ -686,111 +563,72 @@ class Transaction:
             or any(v.created or v.dropped or v.comment_changed for v in self._view_order)
         )
 
-    def intent(self) -> Intent:
-        cs = ChangeSet()
-        intent = Intent(cs)
+    def plan(self) -> CommitPlan:
+        """The staged changes, frozen: what the commit writes, in the order it writes it."""
+        extra = self.extra_info
+        extra_text = extra if extra is None or isinstance(extra, str) else json.dumps(extra)
+        return CommitPlan(
+            base=self.base,
+            author=self.author,
+            commit_message=self.commit_message,
+            extra_info=extra_text,
+            catalog_ops=tuple(self._catalog_ops()),
+            tables=tuple(t.ref() for t in self._table_order if not t.dropped),
+            data_ops=tuple(self.data_ops),
+            option_ops=tuple(self.option_ops),
+        )
+
+    def _catalog_ops(self) -> Iterable[CatalogOp]:
         for s in self._created_schemas:
-            cs.add(Change("created_schema", f'"{s.name}"'.replace('""', '"')))
-            cs.created_schemas.add(s.name.casefold())
-        for s in self._dropped_schemas:
-            assert s.schema_id is not None
-            cs.dropped_schemas.add(s.schema_id)
-            intent.dropped_schema_names[s.schema_id] = s.name
+            yield CreateSchema(s.ref(), s.comment if s.comment_changed else None)
         for t in self._table_order:
             if t.created:
-                cs.add(Change("created_table", qualified_name(t.schema.name, t.name)))
-                if t.schema.schema_id is not None:
-                    intent.target_schema_ids[t.schema.name.casefold()] = t.schema.schema_id
-                continue
-            assert t.table_id is not None
-            if t.dropped:
-                cs.dropped_tables.add(t.table_id)
-                continue
-            if t.name != t.base_name:
-                cs.add(Change("created_table", qualified_name(t.schema.name, t.name)))
-            if _table_altered(t):
-                cs.altered_tables.add(t.table_id)
+                yield t.creation()
+            elif t.dropped:
+                assert t.table_id is not None
+                yield DropTable(t.table_id, t.qualified_name)
+            elif (alteration := t.alteration()) is not None:
+                yield alteration
         for v in self._view_order:
             if v.created:
-                cs.add(Change("created_view", qualified_name(v.schema.name, v.name)))
-                if v.schema.schema_id is not None:
-                    intent.target_schema_ids[v.schema.name.casefold()] = v.schema.schema_id
-            elif v.dropped and v.view_id is not None:
-                cs.dropped_views.add(v.view_id)
-            elif v.comment_changed and v.view_id is not None:
-                cs.altered_views.add(v.view_id)
-        for op in self.data_ops:
-            tid = op.table.table_id
-            if tid is None:
-                continue
-            if op.kind == "files":
-                cs.inserted.add(tid)
-            elif op.kind == "inline_insert":
-                cs.inlined_inserted.add(tid)
-            elif op.kind == "compact":
-                cs.compacted.add(tid)
-            elif op.kind == "flush":
-                cs.flushed.add(tid)
-            elif op.kind in ("deletes", "end_files"):
-                cs.deleted.add(tid)
-                ids = (
-                    {f.data_file_id for f in op.payload}
-                    if op.kind == "deletes"
-                    else set(op.payload)
+                yield CreateView(
+                    v.schema.ref(),
+                    v.name,
+                    v.uuid,
+                    v.dialect,
+                    v.sql,
+                    v.column_aliases,
+                    v.comment,
+                    v.spark_sql,
                 )
-                intent.deleted_files.setdefault(tid, set()).update(ids)
-            else:
-                cs.inlined_deleted.add(tid)
-        return intent
-
-    def _deleted_files_probe(self, conn: Any) -> Any:
-        return _probe(self.lake, conn, self.base.snapshot_id)
+            elif v.dropped and v.view_id is not None:
+                yield DropView(v.view_id, f"{v.schema.name}.{v.name}")
+            elif v.comment_changed and v.view_id is not None:
+                yield CommentOnView(v.view_id, v.comment)
+        for s in self._dropped_schemas:
+            assert s.schema_id is not None
+            yield DropSchema(s.schema_id, s.name)
+        for s in self._schema_map().values():
+            if s.comment_changed and not s.created and s.schema_id is not None:
+                yield CommentOnSchema(s.schema_id, s.comment)
 
     def commit(self) -> Snapshot | None:
         """Write everything as one snapshot; None when there was nothing to commit."""
-        from .commit import apply_commit, is_snapshot_collision, snapshots_after
-
         if self._closed:
             raise LakeError("transaction already committed or discarded")
         self._closed = True
         if self.is_empty():
             return None
-        snapshot_changes = self.catalog_changed() or bool(self.data_ops)
-        if snapshot_changes and not self.commit_message:
+        plan = self.plan()
+        if plan.new_snapshot and not plan.commit_message:
             required = self.lake.option("require_commit_message", default="false")
             if str(required).lower() == "true":
                 raise CommitMessageRequiredError(
                     "this DuckLake requires a commit message (option require_commit_message); "
                     "set commit_message on the transaction"
                 )
-        intent = self.intent()
-        extra = self.extra_info
-        extra_text = extra if extra is None or isinstance(extra, str) else json.dumps(extra)
-        attempt = 0
-        while True:
-            try:
-                with self.lake.write_connection() as conn:
-                    latest = self.lake.latest_snapshot(conn)
-                    if latest.snapshot_id != self.base.snapshot_id:
-                        others = snapshots_after(self.lake, conn, self.base.snapshot_id)
-                        check_conflicts(
-                            intent, others, self._deleted_files_probe(conn), self._name_of
-                        )
-                    self.committed = apply_commit(self, conn, latest, snapshot_changes, extra_text)
-                return self.committed
-            except DBAPIError as exc:
-                if not is_snapshot_collision(exc) or attempt + 1 >= MAX_RETRIES:
-                    raise
-                wait = RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF**attempt
-                attempt += 1
-                log.debug("DuckLake commit collided (attempt %s); retrying in %.2fs", attempt, wait)
-                time.sleep(wait)
-
-
-def _probe(lake: Lake, conn: Any, base_id: int) -> Any:
-    from .commit import files_deleted_after
-
-    return lambda: files_deleted_after(lake, conn, base_id)
+        self.committed = commit_plan(self.lake, plan, self._name_of)
+        return self.committed
 
 
 def _table_altered(t: StagedTable) -> bool:
@@ -805,28 +643,6 @@ def _table_altered(t: StagedTable) -> bool:
 
 def _table_changed(t: StagedTable) -> bool:
     return t.created or t.dropped or t.name != t.base_name or _table_altered(t)
-
-
-def _check_name(kind: str, name: str) -> None:
-    if not name or not name.strip():
-        raise InvalidChangeError(f"{kind} name must not be empty")
-    if kind == "column":  # column names live inside files, never in paths
-        return
-    problem = name_problem(name)
-    if problem is not None:
-        raise InvalidChangeError(
-            f"{kind} name {name[:60]!r}{'…' if len(name) > 60 else ''} is not accepted: "
-            f"{problem}; accepted: {ACCEPTED_NAMES}"
-        )
-
-
-def _layout_column(table: StagedTable, path: str | tuple[str, ...], clause: str) -> ColumnDraft:
-    """The column a layout key names; the error says which clause and what exists."""
-    try:
-        return table.find(path)
-    except CatalogNotFoundError as exc:
-        columns = ", ".join(c.name for c in table.columns)
-        raise CatalogNotFoundError(f"{clause}: {exc}; its columns: {columns}") from None
 
 
 def _check_unique(names: list[str], where: str) -> None:

@@ -20,8 +20,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..lake import (
+    AddDataFiles,
     Column,
     ColumnSpec,
+    InsertInlined,
     Lake,
     Snapshot,
     StagedTable,
@@ -341,19 +343,26 @@ def _row_key(
 
 
 def _overwrite(
-    lake: Lake, tx: Transaction, table: StagedTable, partitions_only: bool, new_ops: list[Any]
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    partitions_only: bool,
+    new_ops: Sequence[object],
 ) -> None:
     cat = tx.catalog
     info = cat.table(table.schema.name, table.name)
     files = cat.data_files(info)
     if partitions_only and table.current_partition():
         new_values = {
-            spec.partition_values for op in new_ops if op.kind == "files" for spec in op.payload
+            spec.partition_values
+            for op in new_ops
+            if isinstance(op, AddDataFiles)
+            for spec in op.files
         }
         transforms, positions = _partition_fields(table)
         for op in new_ops:
-            if op.kind == "inline_insert":
-                new_values |= {_row_key(row, positions, transforms) for row in op.payload[0]}
+            if isinstance(op, InsertInlined):
+                new_values |= {_row_key(row, positions, transforms) for row in op.rows}
         victims = [f.data_file_id for f in files if f.partition_values in new_values]
         inlined = [
             r.row_id

@@ -113,7 +113,7 @@ def merge_adjacent_files(
                 )
                 for s in specs
             ]
-            tx.compact_files(staged, "merge_adjacent", group.files, specs)
+            tx.merge_adjacent_files(staged, group.files, specs)
             rows.append(CompactionRow(info.schema_name, info.name, len(group.files), len(specs)))
     _commit(tx, "merge_adjacent_files", rows)
     return rows
@@ -141,7 +141,7 @@ def rewrite_data_files(
         for group in groups:
             data = _read(spark, cat, group, live_only=True)
             specs = [replace(s, ids_in_file=True) for s in _write(lake, staged, data)]
-            tx.compact_files(staged, "rewrite_delete", group.files, specs)
+            tx.rewrite_deleted_files(staged, group.files, specs)
             rows.append(CompactionRow(info.schema_name, info.name, len(group.files), len(specs)))
     _commit(tx, "rewrite_data_files", rows)
     return rows
@@ -187,7 +187,7 @@ def _flush_table(
         return None
     staged = tx.table(info.schema_name, info.name)
     compression = write_options(lake, staged).compression
-    flush = Flush([], [], [], [r.row_id for r in inlined], [])
+    flush = Flush(row_ids=[r.row_id for r in inlined])
     if inlined:
         values = [
             (*[r.values[c.column_id] for c in columns], r.row_id, r.begin_snapshot) for r in inlined

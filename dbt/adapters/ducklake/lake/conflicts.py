@@ -1,96 +1,40 @@
-"""`changes_made` strings and the spec's logical-conflict rules between snapshots.
-
-DuckDB's own conflict detection parses these strings, so they must be exact:
-`created_table:"s"."t"` with `"` doubled inside names, ids as plain integers.
-"""
+"""The spec's logical-conflict rules between a commit and the snapshots it raced."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from .changes_made import (
+    COMPACTION_KINDS,
+    ENTRY_ID_KINDS,
+    parse_qualified,
+    qualified_name,
+    quote_name,
+)
 from .errors import CommitConflictError
 from .models import Change, Snapshot
-
-# Order in which DuckDB lists a snapshot's changes (ids ascending within a kind).
-CHANGE_ORDER = (
-    "dropped_schema",
-    "dropped_table",
-    "dropped_view",
-    "created_schema",
-    "created_table",
-    "created_view",
-    "created_scalar_macro",
-    "created_table_macro",
-    "dropped_scalar_macro",
-    "dropped_table_macro",
-    "inserted_into_table",
-    "deleted_from_table",
-    "altered_table",
-    "altered_view",
-    "inlined_insert",
-    "inlined_delete",
-    "inline_flush",
-    "merge_adjacent",
-    "rewrite_delete",
-    "compacted_table",  # read for old lakes, never written
+from .plan import (
+    AddDataFiles,
+    AddDeleteFiles,
+    AlterTable,
+    CommentOnSchema,
+    CommentOnView,
+    CommitPlan,
+    CreateSchema,
+    CreateTable,
+    CreateView,
+    DataOp,
+    DropSchema,
+    DropTable,
+    DropView,
+    EndDataFiles,
+    FlushInlined,
+    InsertInlined,
+    MergeAdjacentFiles,
+    RewriteDeletedFiles,
+    SchemaRef,
 )
-KNOWN_KINDS = frozenset(CHANGE_ORDER) | {"flushed_inlined"}
-COMPACTION_KINDS = frozenset({"compacted_table", "merge_adjacent", "rewrite_delete"})
-# kinds whose value is a table or view id: schema ids, names and macros excepted
-ENTRY_ID_KINDS = frozenset(
-    k
-    for k in KNOWN_KINDS
-    if k != "dropped_schema" and not k.startswith("created_") and "macro" not in k
-)
-
-
-def quote_name(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def qualified_name(schema: str, name: str) -> str:
-    return f"{quote_name(schema)}.{quote_name(name)}"
-
-
-def parse_qualified(value: str) -> tuple[str, ...]:
-    """`"s"."t"` -> ("s", "t"); `"s"` -> ("s",)."""
-    parts: list[str] = []
-    i = 0
-    while i < len(value):
-        if value[i] != '"':
-            i += 1
-            continue
-        j = i + 1
-        buf = []
-        while j < len(value):
-            if value[j] == '"':
-                if j + 1 < len(value) and value[j + 1] == '"':
-                    buf.append('"')
-                    j += 2
-                    continue
-                break
-            buf.append(value[j])
-            j += 1
-        parts.append("".join(buf))
-        i = j + 1
-    return tuple(parts)
-
-
-def format_changes(changes: Iterable[Change]) -> str:
-    """Deduplicate and order changes as one `changes_made` string."""
-    seen: dict[str, Change] = {}
-    for c in changes:
-        if c.kind not in KNOWN_KINDS:
-            raise ValueError(f"unknown DuckLake change type {c.kind!r}")
-        seen.setdefault(str(c), c)
-    rank = {k: i for i, k in enumerate(CHANGE_ORDER)}
-
-    def key(c: Change) -> tuple[int, int, str]:
-        return (rank[c.kind], int(c.value) if c.value.isdigit() else 0, c.value)
-
-    ordered = sorted(seen.values(), key=key)
-    return ",".join(str(c) for c in ordered)
 
 
 @dataclass
@@ -162,6 +106,75 @@ class Intent:
     dropped_schema_names: dict[int, str] = field(default_factory=dict)
     # data files we add delete files to or end, per table (file-level delete conflicts)
     deleted_files: dict[int, set[int]] = field(default_factory=dict)
+
+
+def intent_of(plan: CommitPlan) -> Intent:
+    """The plan's changes as the conflict rules see them."""
+    cs = ChangeSet()
+    intent = Intent(cs)
+
+    def creates_in(schema: SchemaRef) -> None:
+        if schema.schema_id is not None:
+            intent.target_schema_ids[schema.name.casefold()] = schema.schema_id
+
+    for op in plan.catalog_ops:
+        match op:
+            case CreateSchema():
+                cs.created_schemas.add(op.schema.name.casefold())
+            case DropSchema():
+                cs.dropped_schemas.add(op.schema_id)
+                intent.dropped_schema_names[op.schema_id] = op.name
+            case CreateTable():
+                cs.add(Change("created_table", qualified_name(op.table.schema.name, op.table.name)))
+                creates_in(op.table.schema)
+            case DropTable():
+                cs.dropped_tables.add(op.table_id)
+            case AlterTable():
+                table_id = op.table.table_id
+                assert table_id is not None
+                if op.renamed:
+                    cs.add(
+                        Change("created_table", qualified_name(op.table.schema.name, op.table.name))
+                    )
+                if op.altered:
+                    cs.altered_tables.add(table_id)
+            case CreateView():
+                cs.add(Change("created_view", qualified_name(op.schema.name, op.name)))
+                creates_in(op.schema)
+            case DropView():
+                cs.dropped_views.add(op.view_id)
+            case CommentOnView():
+                cs.altered_views.add(op.view_id)
+            case CommentOnSchema():
+                pass  # the spec records no change for a schema's comment
+    for data_op in plan.data_ops:
+        table_id = plan.table(data_op.table_uuid).table_id
+        if table_id is not None:
+            _data_intent(intent, table_id, data_op)
+    return intent
+
+
+def _data_intent(intent: Intent, table_id: int, op: DataOp) -> None:
+    cs = intent.changes
+    match op:
+        case AddDataFiles():
+            cs.inserted.add(table_id)
+        case InsertInlined():
+            cs.inlined_inserted.add(table_id)
+        case MergeAdjacentFiles() | RewriteDeletedFiles():
+            cs.compacted.add(table_id)
+        case FlushInlined():
+            cs.flushed.add(table_id)
+        case AddDeleteFiles() | EndDataFiles():
+            cs.deleted.add(table_id)
+            ids = (
+                {f.data_file_id for f in op.files}
+                if isinstance(op, AddDeleteFiles)
+                else set(op.data_file_ids)
+            )
+            intent.deleted_files.setdefault(table_id, set()).update(ids)
+        case _:
+            cs.inlined_deleted.add(table_id)
 
 
 def check_conflicts(
