@@ -1,7 +1,7 @@
 """Pure-Python DuckLake 1.0 metadata layer: open, read at a snapshot, commit.
 
 Imports neither dbt nor pyspark; every engine-facing module builds on this one, and
-imports only the names listed here (`tests/unit/test_layers.py` checks it).
+imports only the names listed here (`tests/test_layers.py` checks it).
 """
 
 from __future__ import annotations
