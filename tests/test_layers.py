@@ -93,10 +93,10 @@ ROOT = "dbt.adapters.ducklake"
 # the layers of lake/, bottom first: a module may import its own layer or a lower one
 LAKE_LAYERS = (
     ("errors", "names", "options", "types", "secrets"),
-    ("models", "connect", "changes_made", "codec", "metadata_ddl"),
+    ("models", "connect", "changes_made", "codec", "metadata_ddl", "rows"),
     ("store",),
     ("plan", "staged", "reader"),
-    ("table_edits", "conflicts", "maintenance"),
+    ("table_edits", "data_edits", "conflicts", "maintenance"),
     ("commit_data", "commit_maintenance", "commit"),
     ("transaction",),
     ("lake", "__init__"),

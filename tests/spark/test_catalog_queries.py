@@ -10,7 +10,8 @@ import pytest
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.catalog_queries import spark_pattern
-from dbt.adapters.ducklake.spark.sql import LakeSQL, LakeSQLError
+from dbt.adapters.ducklake.spark.errors import LakeSQLError
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
 

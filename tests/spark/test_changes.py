@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
-from dbt.adapters.ducklake.spark.changes import ChangeFeedError, table_changes
+from dbt.adapters.ducklake.spark.changes import table_changes
+from dbt.adapters.ducklake.spark.errors import ChangeFeedError
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.canon import canon_rows

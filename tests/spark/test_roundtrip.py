@@ -13,6 +13,7 @@ from pyspark.sql import Row
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
+from dbt.adapters.ducklake.spark.errors import UnsupportedTypeError
 from dbt.adapters.ducklake.spark.scan import scan_table, time_text
 from tests import duck
 from tests.canon import canon_rows
@@ -180,6 +181,6 @@ def test_duckdb_writes_spark_scan_reads_identical_values(spark, catalog: Catalog
     assert df.schema["tm"].dataType.simpleString() == "string"
     con.execute("CREATE TABLE lake.main.iv (i INTERVAL)")
     con.execute("INSERT INTO lake.main.iv SELECT INTERVAL 1 DAY FROM range(20)")
-    with pytest.raises(ValueError, match="interval values cannot be read"):
+    with pytest.raises(UnsupportedTypeError, match="interval values cannot be read"):
         scan_table(spark, Lake.open(catalog.metadata), "main", "iv")
     con.close()

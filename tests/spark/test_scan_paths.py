@@ -11,9 +11,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
-from dbt.adapters.ducklake.spark import scan
+from dbt.adapters.ducklake.spark import scan_deletes, scan_files
 from dbt.adapters.ducklake.spark.engine import create_table_as
-from dbt.adapters.ducklake.spark.scan import scan_table, spark_uri
+from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.scan_files import spark_uri
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
@@ -54,10 +55,10 @@ def test_deletes_and_lineage_through_encoded_and_fallback_paths(
     decoding): deletes and row ids still land on the right rows, as DuckDB reads them,
     whether rows find their file by size (a constant lookup for few files, a join for
     many) or by path."""
-    monkeypatch.setattr(scan, "MATCH_BY_SIZE", bool(by_size))
+    monkeypatch.setattr(scan_files, "MATCH_BY_SIZE", bool(by_size))
     if by_size == "join":
-        monkeypatch.setattr(scan, "_HASHED_FILES", 0)
-        monkeypatch.setattr(scan, "_INLINE_FILES", 0)
+        monkeypatch.setattr(scan_files, "HASHED_FILES", 0)
+        monkeypatch.setattr(scan_files, "INLINE_FILES", 0)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = (
         spark.range(40)
@@ -105,7 +106,7 @@ def test_deletes_on_both_sides_of_every_64_row_run(
     anti-join on row numbers: positions at the edges of runs, in files whose lengths
     are not multiples of 64, with a delete file and inlined deletes together, read as
     DuckDB reads them either way."""
-    monkeypatch.setattr(scan, "_FEW_DELETES", 0 if masks else 1 << 17)
+    monkeypatch.setattr(scan_deletes, "FEW_DELETES", 0 if masks else 1 << 17)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql("SELECT id, id * 3 AS v FROM range(1000)").repartitionByRange(3, "id")
     create_table_as(lake, "main", "t", df)
@@ -130,7 +131,7 @@ def test_a_file_changed_outside_the_lake_fails_the_scan(
 ) -> None:
     """Rows find their file by its size: a file whose size is not the catalog's fails
     the query rather than losing its rows, through the lookup and through the join."""
-    monkeypatch.setattr(scan, "_HASHED_FILES", hashed_files)
+    monkeypatch.setattr(scan_files, "HASHED_FILES", hashed_files)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     create_table_as(lake, "main", "t", spark.range(0, 200).repartitionByRange(2, "id"))
     first = lake.catalog().data_files(lake.catalog().table("main", "t"))[0].path
@@ -170,10 +171,10 @@ def test_file_sizes_find_their_slot_and_unknown_sizes_none(spark) -> None:
     """The constant table behind the size lookup: every size gets its own slot (sizes
     equal modulo small numbers included), a size no file has gets NULL."""
     sizes = [4096 * k for k in range(1, 41)] + [7, 4103]
-    modulus = scan._perfect_modulus(sizes)
+    modulus = scan_files.perfect_modulus(sizes)
     assert modulus is not None and len({k % modulus for k in sizes}) == len(sizes)
     probe = spark.createDataFrame([(k,) for k in [*sizes, 8192 * 41, 5]], "size bigint")
-    got = probe.select("size", scan._hashed_index("size", sizes, modulus).alias("i")).collect()
+    got = probe.select("size", scan_files.hashed_index("size", sizes, modulus).alias("i")).collect()
     expected = {k: i for i, k in enumerate(sizes, 2)}
     assert {r.size: r.i for r in got} == {**expected, 8192 * 41: None, 5: None}
 
@@ -183,7 +184,7 @@ def test_dotted_column_names_through_the_file_join(
 ) -> None:
     """Over many files rows are joined to their file's constants; a column whose name
     holds a dot keeps its name and values through that join."""
-    monkeypatch.setattr(scan, "_HASHED_FILES", 0)
+    monkeypatch.setattr(scan_files, "HASHED_FILES", 0)
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.range(30).select(F.col("id"), (F.col("id") * 2).alias("a.b")).repartition(3)
     create_table_as(lake, "main", "t", df)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.ducklake.lake import Lake
-from dbt.adapters.ducklake.spark.sql import LakeSQL, LakeSQLError
+from dbt.adapters.ducklake.spark.errors import LakeSQLError, WriteError
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from dbt.adapters.ducklake.spark.statements import (
     StatementError,
     parse_layout_alter,
@@ -206,7 +207,7 @@ def test_column_alters_and_dml_in_one_block(spark, catalog: Catalog) -> None:
     assert ours == theirs == expected
     assert [d[0] for d in con.execute("DESCRIBE lake.main.t").fetchall()] == ["id", "v", "extra"]
     # a renamed column cannot be changed in the same block (its rows would be misread)
-    with pytest.raises(ValueError, match="renamed to 'w' in this transaction"):
+    with pytest.raises(WriteError, match="renamed to 'w' in this transaction"):
         sql.execute("BEGIN; ALTER TABLE t RENAME COLUMN v TO w; UPDATE t SET w = 'x'; COMMIT")
     # DELETE after ADD COLUMN in one block
     sql.execute("BEGIN; ALTER TABLE t ADD COLUMNS (z INT); DELETE FROM t WHERE id < 5; COMMIT")

@@ -11,7 +11,8 @@ import pytest
 
 from dbt.adapters.ducklake.lake import InvalidChangeError, Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
-from dbt.adapters.ducklake.spark.sql import LakeSQL, LakeSQLError
+from dbt.adapters.ducklake.spark.errors import LakeSQLError
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog

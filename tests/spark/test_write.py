@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import ColumnSpec, Lake
 from dbt.adapters.ducklake.spark.engine import CommitInfo, create_table_as, insert_into
+from dbt.adapters.ducklake.spark.errors import UnsupportedTypeError
 from dbt.adapters.ducklake.spark.prune import Predicate
 from dbt.adapters.ducklake.spark.scan import ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.write_task import bucket
@@ -281,7 +282,7 @@ def test_spark_types_without_a_ducklake_equivalent_are_refused(
 ) -> None:
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql(f"SELECT 1 AS ok, {expression} AS bad")
-    with pytest.raises(ValueError, match=f"column 'bad': Spark type {message}.*cast it"):
+    with pytest.raises(UnsupportedTypeError, match=f"column 'bad': Spark type {message}.*cast it"):
         create_table_as(lake, "main", "t", df)
     assert lake.catalog().find_table("main", "t") is None
 

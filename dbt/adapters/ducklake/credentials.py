@@ -77,7 +77,7 @@ class DucklakeCredentials(Credentials):
             raise DbtConfigError("ducklake profile: spark_conf must be a map of Spark settings")
         try:
             self.session_config().validate()
-        except ValueError as exc:
+        except LakeError as exc:
             raise DbtConfigError(f"ducklake profile: {exc}") from exc
         if self.data_path:
             self.require_shared(self.data_path, "data_path")

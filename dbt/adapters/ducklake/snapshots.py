@@ -13,7 +13,8 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from .connections import LakeHandle
-from .spark.cdc import CdcError, SnapshotColumns, changes_batch, source_of
+from .spark.cdc import SnapshotColumns, changes_batch, source_of
+from .spark.errors import CdcError
 
 logger = AdapterLogger("DuckLake")
 CONSUMED = "cdc_source_snapshot"

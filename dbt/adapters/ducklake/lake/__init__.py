@@ -61,7 +61,8 @@ if TYPE_CHECKING:
         Flush,
         InsertInlined,
     )
-    from .reader import CatalogReader, decode_default
+    from .reader import CatalogReader
+    from .rows import decode_default
     from .secrets import Secrets
     from .staged import StagedTable
     from .transaction import Transaction
@@ -123,7 +124,7 @@ _HOME = {
     "ViewInfo": "models",
     "cleanup_candidates": "maintenance",
     "decimal_params": "types",
-    "decode_default": "reader",
+    "decode_default": "rows",
     "decode_scalar": "codec",
     "duckdb_type": "types",
     "expire_snapshots": "maintenance",

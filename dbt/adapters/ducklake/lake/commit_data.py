@@ -245,68 +245,31 @@ class DataWriter:
         (compaction moves rows that were counted already)."""
         table_id = self.tid(t)
         stats = self.table_stats(table_id)
-        partition_id = (
-            self.current_partition_id(t)
-            if any(f.partition_values is not None for f in files)
-            else None
-        )
-        leaves = {d.column_id: d for c in t.columns for d in c.walk() if d.type not in NESTED_TYPES}
-        file_rows, stat_rows, part_rows = [], [], []
+        partitioned = any(f.partition_values is not None for f in files)
+        partition_id = self.current_partition_id(t) if partitioned else None
+        leaves = {c.column_id: c for top in t.columns for c in top.walk()}
+        leaves = {cid: c for cid, c in leaves.items() if c.type not in NESTED_TYPES}
+        file_rows: list[dict[str, Any]] = []
+        stat_rows: list[dict[str, Any]] = []
+        part_rows: list[dict[str, Any]] = []
         for f in files:
             fid = self.file_id()
-            row_id_start: int | None
-            if f.ids_in_file:
-                row_id_start = None
-            elif f.row_id_start is None:
-                row_id_start = stats.next_row_id
-                stats.next_row_id += f.record_count
-            else:
-                row_id_start = f.row_id_start
-                stats.next_row_id = max(stats.next_row_id, f.row_id_start + f.record_count)
+            row_id_start = _row_id_start(stats, f)
             if count:
                 stats.record_count += f.record_count
                 stats.file_size_bytes += f.file_size_bytes
             stats.dirty = True
-            file_rows.append(
-                {
-                    "id": fid,
-                    "tid": self.tid(t),
-                    "begin": f.begin_snapshot if f.begin_snapshot is not None else self.snapshot_id,
-                    "path": f.path,
-                    "rel": self.b(f.path_is_relative),
-                    "rc": f.record_count,
-                    "size": f.file_size_bytes,
-                    "footer": f.footer_size,
-                    "rid": row_id_start,
-                    "pid": partition_id if f.partition_values is not None else None,
-                    "pmax": f.partial_max,
-                }
-            )
-            for cid, cs in sorted(f.column_stats.items()):
-                stat_rows.append(
-                    {
-                        "fid": fid,
-                        "tid": self.tid(t),
-                        "cid": cid,
-                        "size": cs.column_size_bytes,
-                        "vc": cs.value_count,
-                        "nc": cs.null_count,
-                        "lo": cs.min_value,
-                        "hi": cs.max_value,
-                        "nan": self.b(cs.contains_nan),
-                    }
-                )
+            file_rows.append(self._file_row(table_id, fid, f, row_id_start, partition_id))
+            stat_rows += self._file_stat_rows(table_id, fid, f)
+            for cid, cs in f.column_stats.items():
                 if cid in leaves:
-                    self.merge_column_stats(
-                        stats,
-                        leaves[cid],
-                        bool(cs.null_count),
-                        cs.contains_nan,
-                        cs.min_value,
-                        cs.max_value,
-                    )
-            for i, value in enumerate(f.partition_values or ()):
-                part_rows.append({"fid": fid, "tid": self.tid(t), "i": i, "v": value})
+                    lo, hi = cs.min_value, cs.max_value
+                    has_null = bool(cs.null_count)
+                    self.merge_column_stats(stats, leaves[cid], has_null, cs.contains_nan, lo, hi)
+            part_rows += [
+                {"fid": fid, "tid": table_id, "i": i, "v": value}
+                for i, value in enumerate(f.partition_values or ())
+            ]
         self.run(
             f"INSERT INTO {self.t('ducklake_data_file')} VALUES (:id, :tid, :begin, NULL, NULL, "
             ":path, :rel, 'parquet', :rc, :size, :footer, :rid, :pid, NULL, NULL, :pmax)",
@@ -321,10 +284,48 @@ class DataWriter:
             f"INSERT INTO {self.t('ducklake_file_partition_value')} VALUES (:fid, :tid, :i, :v)",
             part_rows,
         )
-        self.file_tables.add(self.tid(t))
+        self.file_tables.add(table_id)
         if change is not None:
-            self.change(change, self.tid(t))
+            self.change(change, table_id)
         return [r["id"] for r in file_rows]
+
+    def _file_row(
+        self,
+        table_id: int,
+        file_id: int,
+        f: DataFileSpec,
+        row_id_start: int | None,
+        partition_id: int | None,
+    ) -> dict[str, Any]:
+        return {
+            "id": file_id,
+            "tid": table_id,
+            "begin": f.begin_snapshot if f.begin_snapshot is not None else self.snapshot_id,
+            "path": f.path,
+            "rel": self.b(f.path_is_relative),
+            "rc": f.record_count,
+            "size": f.file_size_bytes,
+            "footer": f.footer_size,
+            "rid": row_id_start,
+            "pid": partition_id if f.partition_values is not None else None,
+            "pmax": f.partial_max,
+        }
+
+    def _file_stat_rows(self, table_id: int, file_id: int, f: DataFileSpec) -> list[dict[str, Any]]:
+        return [
+            {
+                "fid": file_id,
+                "tid": table_id,
+                "cid": cid,
+                "size": cs.column_size_bytes,
+                "vc": cs.value_count,
+                "nc": cs.null_count,
+                "lo": cs.min_value,
+                "hi": cs.max_value,
+                "nan": self.b(cs.contains_nan),
+            }
+            for cid, cs in sorted(f.column_stats.items())
+        ]
 
     def current_partition_id(self, t: TableRef) -> int | None:
         row = self.conn.execute(
@@ -560,3 +561,16 @@ def _can_inline(backend: str, columns: Sequence[Column]) -> bool:
         if any(d.type in ("variant", "geometry") for d in c.walk()):
             return False
     return True
+
+
+def _row_id_start(stats: _Stats, f: DataFileSpec) -> int | None:
+    """The first row id of a new file: the table's next ids, or the ids its rows keep
+    (an UPDATE moves rows), or none when every row carries its id (compaction)."""
+    if f.ids_in_file:
+        return None
+    if f.row_id_start is None:
+        start = stats.next_row_id
+        stats.next_row_id += f.record_count
+        return start
+    stats.next_row_id = max(stats.next_row_id, f.row_id_start + f.record_count)
+    return f.row_id_start

@@ -55,6 +55,11 @@ class ChangeSet:
     flushed: set[int] = field(default_factory=set)  # inline_flush
     compacted: set[int] = field(default_factory=set)  # merge_adjacent / rewrite_delete
 
+    @property
+    def inserted_any(self) -> set[int]:
+        """Tables inserted into, by files or inlined rows."""
+        return self.inserted | self.inlined_inserted
+
     @classmethod
     def of(cls, changes: Iterable[Change]) -> ChangeSet:
         cs = cls()
@@ -177,6 +182,89 @@ def _data_intent(intent: Intent, table_id: int, op: DataOp) -> None:
             cs.inlined_deleted.add(table_id)
 
 
+# DuckDB's rules for tables and views: (our change set, their change kinds that clash
+# with it, what we tried to do). `_THEIR_SETS` names the ChangeSet field of each kind.
+_THEIR_SETS = {
+    "dropped_table": "dropped_tables",
+    "dropped_view": "dropped_views",
+    "altered_table": "altered_tables",
+    "altered_view": "altered_views",
+    "inserted_into_table": "inserted",
+    "inlined_insert": "inlined_inserted",
+    "deleted_from_table": "deleted",
+    "inlined_delete": "inlined_deleted",
+    "inline_flush": "flushed",
+    "merge_adjacent": "compacted",
+}
+_ENTRY_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("dropped_tables", ("dropped_table",), "drop table"),
+    ("dropped_views", ("dropped_view",), "drop view"),
+    ("altered_tables", ("dropped_table", "altered_table"), "alter table"),
+    ("altered_views", ("altered_view",), "alter view"),
+    (
+        "inserted_any",
+        ("dropped_table", "altered_table", "deleted_from_table", "inlined_delete"),
+        "insert into table",
+    ),
+    (
+        "deleted",
+        (
+            "dropped_table",
+            "altered_table",
+            "merge_adjacent",
+            "inserted_into_table",
+            "inlined_insert",
+        ),
+        "delete from table",
+    ),
+)
+# checked after deletes that touch the same data file
+_LATE_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "inlined_deleted",
+        (
+            "dropped_table",
+            "altered_table",
+            "inlined_delete",
+            "inline_flush",
+            "inserted_into_table",
+            "inlined_insert",
+        ),
+        "delete from table",
+    ),
+    (
+        "flushed",
+        ("dropped_table", "inlined_delete", "inline_flush"),
+        "flush inlined data of table",
+    ),
+    (
+        "compacted",
+        ("dropped_table", "deleted_from_table", "merge_adjacent"),
+        "compact table",
+    ),
+)
+
+
+class _Clash:
+    """Builds the CommitConflictError for one concurrent snapshot."""
+
+    def __init__(self, snap: Snapshot, name_of: Callable[[int], str]):
+        self.snap = snap
+        self.name_of = name_of
+
+    def __call__(self, what: str, change: str) -> CommitConflictError:
+        kind, _, value = change.partition(":")
+        # errors name tables as schema.table, never by id
+        entry = kind in ENTRY_ID_KINDS and value.isdigit()
+        shown = f"{kind} on {self.name_of(int(value))}" if entry else change
+        return CommitConflictError(
+            f"commit conflict: {what} (snapshot {self.snap.snapshot_id} committed "
+            f"{shown} after this transaction's base snapshot); nothing was committed",
+            snapshot_id=self.snap.snapshot_id,
+            change=change,
+        )
+
+
 def check_conflicts(
     intent: Intent,
     others: Iterable[Snapshot],
@@ -190,118 +278,74 @@ def check_conflicts(
     data files that got deletes or were ended after our base snapshot). `name_of` turns
     a table or view id into the `schema.name` the error shows.
     """
-    ours = intent.changes
     for snap in others:
         theirs = ChangeSet.of(snap.changes)
+        clash = _Clash(snap, name_of)
+        _check_schemas(intent, theirs, clash)
+        _check_entries(intent.changes, theirs, clash, _ENTRY_RULES)
+        _check_same_files(intent, theirs, files_deleted_since, clash)
+        _check_entries(intent.changes, theirs, clash, _LATE_RULES)
 
-        def clash(what: str, change: str, snap: Snapshot = snap) -> CommitConflictError:
-            kind, _, value = change.partition(":")
-            # errors name tables as schema.table, never by id
-            entry = kind in ENTRY_ID_KINDS and value.isdigit()
-            shown = f"{kind} on {name_of(int(value))}" if entry else change
-            return CommitConflictError(
-                f"commit conflict: {what} (snapshot {snap.snapshot_id} committed "
-                f"{shown} after this transaction's base snapshot); nothing was committed",
-                snapshot_id=snap.snapshot_id,
-                change=change,
-            )
 
-        def overlap(mine: set[int], their_sets: dict[str, set[int]], verb: str) -> None:
-            for kind, their in their_sets.items():
-                for tid in sorted(mine & their):
-                    what = tid if verb == "drop schema" else name_of(tid)
-                    raise clash(
-                        f"cannot {verb} {what}: another snapshot changed it", f"{kind}:{tid}"
-                    )
-
-        for name in sorted(ours.created_schemas & theirs.created_schemas):
-            raise clash(
-                f"schema {name!r} was created concurrently", f"created_schema:{quote_name(name)}"
-            )
-        overlap(ours.dropped_schemas, {"dropped_schema": theirs.dropped_schemas}, "drop schema")
-        for sname in intent.dropped_schema_names.values():
-            for schema, entry in sorted(theirs.created_entries):
-                if schema == sname.casefold():
-                    raise clash(
-                        f"cannot drop schema {sname!r}: an entry was created in it",
-                        f"created_table:{qualified_name(schema, entry)}",
-                    )
-        for sname, target_id in sorted(intent.target_schema_ids.items()):
-            if target_id in theirs.dropped_schemas:
+def _check_schemas(intent: Intent, theirs: ChangeSet, clash: _Clash) -> None:
+    ours = intent.changes
+    for name in sorted(ours.created_schemas & theirs.created_schemas):
+        raise clash(
+            f"schema {name!r} was created concurrently", f"created_schema:{quote_name(name)}"
+        )
+    for schema_id in sorted(ours.dropped_schemas & theirs.dropped_schemas):
+        raise clash(
+            f"cannot drop schema {schema_id}: another snapshot changed it",
+            f"dropped_schema:{schema_id}",
+        )
+    for sname in intent.dropped_schema_names.values():
+        for schema, entry in sorted(theirs.created_entries):
+            if schema == sname.casefold():
                 raise clash(
-                    f"schema {sname!r} was dropped while creating an entry in it",
-                    f"dropped_schema:{target_id}",
+                    f"cannot drop schema {sname!r}: an entry was created in it",
+                    f"created_table:{qualified_name(schema, entry)}",
                 )
-        for schema, entry in sorted(ours.created_entries & theirs.created_entries):
+    for sname, target_id in sorted(intent.target_schema_ids.items()):
+        if target_id in theirs.dropped_schemas:
             raise clash(
-                f"{schema}.{entry} was created concurrently",
-                f"created_table:{qualified_name(schema, entry)}",
+                f"schema {sname!r} was dropped while creating an entry in it",
+                f"dropped_schema:{target_id}",
             )
-        overlap(ours.dropped_tables, {"dropped_table": theirs.dropped_tables}, "drop table")
-        overlap(ours.dropped_views, {"dropped_view": theirs.dropped_views}, "drop view")
-        overlap(
-            ours.altered_tables,
-            {"dropped_table": theirs.dropped_tables, "altered_table": theirs.altered_tables},
-            "alter table",
+    for schema, entry in sorted(ours.created_entries & theirs.created_entries):
+        raise clash(
+            f"{schema}.{entry} was created concurrently",
+            f"created_table:{qualified_name(schema, entry)}",
         )
-        overlap(ours.altered_views, {"altered_view": theirs.altered_views}, "alter view")
-        overlap(
-            ours.inserted | ours.inlined_inserted,
-            {
-                "dropped_table": theirs.dropped_tables,
-                "altered_table": theirs.altered_tables,
-                "deleted_from_table": theirs.deleted,
-                "inlined_delete": theirs.inlined_deleted,
-            },
-            "insert into table",
-        )
-        overlap(
-            ours.deleted,
-            {
-                "dropped_table": theirs.dropped_tables,
-                "altered_table": theirs.altered_tables,
-                "merge_adjacent": theirs.compacted,
-                "inserted_into_table": theirs.inserted,
-                "inlined_insert": theirs.inlined_inserted,
-            },
-            "delete from table",
-        )
-        if ours.deleted & theirs.deleted:
-            ours_files = set().union(*(intent.deleted_files.get(t, set()) for t in ours.deleted))
-            for file_id in sorted(ours_files & files_deleted_since()):
-                tables = ", ".join(name_of(t) for t in sorted(ours.deleted & theirs.deleted))
+
+
+def _check_entries(
+    ours: ChangeSet,
+    theirs: ChangeSet,
+    clash: _Clash,
+    rules: tuple[tuple[str, tuple[str, ...], str], ...],
+) -> None:
+    for mine_field, their_kinds, verb in rules:
+        mine: set[int] = getattr(ours, mine_field)
+        for kind in their_kinds:
+            for entry_id in sorted(mine & getattr(theirs, _THEIR_SETS[kind])):
                 raise clash(
-                    f"cannot delete from {tables} (data file {file_id}): another snapshot "
-                    "deleted from the same file",
-                    f"deleted_from_table:{min(ours.deleted & theirs.deleted)}",
+                    f"cannot {verb} {clash.name_of(entry_id)}: another snapshot changed it",
+                    f"{kind}:{entry_id}",
                 )
-        overlap(
-            ours.inlined_deleted,
-            {
-                "dropped_table": theirs.dropped_tables,
-                "altered_table": theirs.altered_tables,
-                "inlined_delete": theirs.inlined_deleted,
-                "inline_flush": theirs.flushed,
-                "inserted_into_table": theirs.inserted,
-                "inlined_insert": theirs.inlined_inserted,
-            },
-            "delete from table",
-        )
-        overlap(
-            ours.flushed,
-            {
-                "dropped_table": theirs.dropped_tables,
-                "inlined_delete": theirs.inlined_deleted,
-                "inline_flush": theirs.flushed,
-            },
-            "flush inlined data of table",
-        )
-        overlap(
-            ours.compacted,
-            {
-                "dropped_table": theirs.dropped_tables,
-                "deleted_from_table": theirs.deleted,
-                "merge_adjacent": theirs.compacted,
-            },
-            "compact table",
+
+
+def _check_same_files(
+    intent: Intent, theirs: ChangeSet, files_deleted_since: Callable[[], set[int]], clash: _Clash
+) -> None:
+    ours = intent.changes
+    both = ours.deleted & theirs.deleted
+    if not both:
+        return
+    ours_files = set().union(*(intent.deleted_files.get(t, set()) for t in ours.deleted))
+    for file_id in sorted(ours_files & files_deleted_since()):
+        tables = ", ".join(clash.name_of(t) for t in sorted(both))
+        raise clash(
+            f"cannot delete from {tables} (data file {file_id}): another snapshot "
+            "deleted from the same file",
+            f"deleted_from_table:{min(both)}",
         )

@@ -250,12 +250,8 @@ def expire_snapshots(
 def _remove_snapshots(lake: Store, conn: Any, ids: list[int]) -> None:
     q = lake.qualified
     run = _runner(conn)
-    in_ids: Any = sa.bindparam("ids", expanding=True)
     for table in ("ducklake_snapshot", "ducklake_snapshot_changes"):
-        conn.execute(
-            sa.text(f"DELETE FROM {q(table)} WHERE snapshot_id IN :ids").bindparams(in_ids),
-            {"ids": ids},
-        )
+        _delete_in(conn, f"DELETE FROM {q(table)} WHERE snapshot_id IN :ids", ids)
     snap = q("ducklake_snapshot")
     gone_tables = [
         r.table_id
@@ -266,73 +262,80 @@ def _remove_snapshots(lake: Store, conn: Any, ids: list[int]) -> None:
                     AND NOT ({_gone(snap, "t2")}))"""
         )
     ]
-    now = datetime.now(UTC)
-    roots = table_roots(lake, conn)
-    for kind, id_col, extra in (
-        ("ducklake_data_file", "data_file_id", ""),
-        ("ducklake_delete_file", "delete_file_id", ""),
-    ):
-        owner = f"table_id IN ({_ids(gone_tables)}) OR " if gone_tables else ""
-        if kind == "ducklake_delete_file":
-            extra = f"data_file_id NOT IN (SELECT data_file_id FROM {q('ducklake_data_file')}) OR "
-        doomed = run(
-            f"""SELECT {id_col} AS id, table_id, path, path_is_relative FROM {q(kind)} f
-                WHERE {owner}{extra}({_gone(snap, "f")})"""
-        )
-        if not doomed:
-            continue
-        doomed_ids = [r.id for r in doomed]
-        for r in doomed:
-            run(
-                f"INSERT INTO {q('ducklake_files_scheduled_for_deletion')} "
-                "VALUES (:id, :p, :rel, :t)",
-                {
-                    **_stored_path(lake, roots, r.table_id, r.path, r.path_is_relative),
-                    "id": r.id,
-                    "t": encode_catalog_time(lake.backend, now),
-                },
-            )
-        targets = (
-            ("ducklake_data_file", "ducklake_file_column_stats", "ducklake_file_partition_value")
-            if kind == "ducklake_data_file"
-            else ("ducklake_delete_file",)
-        )
-        for target in targets:
-            col = id_col if target == kind else "data_file_id"
-            conn.execute(
-                sa.text(f"DELETE FROM {q(target)} WHERE {col} IN :ids").bindparams(in_ids),
-                {"ids": doomed_ids},
-            )
+    owner = f"table_id IN ({_ids(gone_tables)}) OR " if gone_tables else ""
+    orphaned_deletes = (
+        f"data_file_id NOT IN (SELECT data_file_id FROM {q('ducklake_data_file')}) OR "
+    )
+    _expire_files(lake, conn, "ducklake_data_file", "data_file_id", owner)
+    _expire_files(lake, conn, "ducklake_delete_file", "delete_file_id", owner + orphaned_deletes)
     if gone_tables:
-        for target in (
-            "ducklake_table",
-            "ducklake_table_stats",
-            "ducklake_table_column_stats",
-            "ducklake_partition_info",
-            "ducklake_partition_column",
-            "ducklake_column",
-            "ducklake_column_tag",
-            "ducklake_sort_info",
-            "ducklake_sort_expression",
-            "ducklake_schema_versions",
-            "ducklake_column_mapping",
-        ):
-            if lake.has_table(target, conn):
-                run(f"DELETE FROM {q(target)} WHERE table_id IN ({_ids(gone_tables)})")
-        inlined = run(
-            f"SELECT table_name FROM {q('ducklake_inlined_data_tables')} "
-            f"WHERE table_id IN ({_ids(gone_tables)})"
-        )
-        run(
-            f"DELETE FROM {q('ducklake_inlined_data_tables')} "
-            f"WHERE table_id IN ({_ids(gone_tables)})"
-        )
-        names = [r.table_name for r in inlined]
-        names += [ddl.inlined_delete_table_name(t) for t in gone_tables]
-        for name in names:
-            run(f"DROP TABLE IF EXISTS {q(name)}")
+        _drop_table_rows(lake, conn, gone_tables)
     for target in ("ducklake_schema", "ducklake_view", "ducklake_tag"):
         run(f"DELETE FROM {q(target)} WHERE {_gone(snap)}")
+
+
+def _delete_in(conn: Any, sql: str, ids: Sequence[int]) -> None:
+    conn.execute(sa.text(sql).bindparams(sa.bindparam("ids", expanding=True)), {"ids": ids})
+
+
+def _expire_files(lake: Store, conn: Any, kind: str, id_col: str, also: str) -> None:
+    """Schedule the files of `kind` no snapshot sees any more (or that `also` selects)
+    for deletion, and remove their rows."""
+    q = lake.qualified
+    run = _runner(conn)
+    doomed = run(
+        f"""SELECT {id_col} AS id, table_id, path, path_is_relative FROM {q(kind)} f
+            WHERE {also}({_gone(q("ducklake_snapshot"), "f")})"""
+    )
+    if not doomed:
+        return
+    roots = table_roots(lake, conn)
+    now = encode_catalog_time(lake.backend, datetime.now(UTC))
+    for r in doomed:
+        run(
+            f"INSERT INTO {q('ducklake_files_scheduled_for_deletion')} VALUES (:id, :p, :rel, :t)",
+            {
+                **_stored_path(lake, roots, r.table_id, r.path, r.path_is_relative),
+                "id": r.id,
+                "t": now,
+            },
+        )
+    doomed_ids = [r.id for r in doomed]
+    if kind == "ducklake_data_file":
+        for target in (kind, "ducklake_file_column_stats", "ducklake_file_partition_value"):
+            _delete_in(conn, f"DELETE FROM {q(target)} WHERE data_file_id IN :ids", doomed_ids)
+    else:
+        _delete_in(conn, f"DELETE FROM {q(kind)} WHERE {id_col} IN :ids", doomed_ids)
+
+
+def _drop_table_rows(lake: Store, conn: Any, gone_tables: list[int]) -> None:
+    """Every catalog row and inlined table of tables no snapshot sees any more."""
+    q = lake.qualified
+    run = _runner(conn)
+    listed = _ids(gone_tables)
+    for target in (
+        "ducklake_table",
+        "ducklake_table_stats",
+        "ducklake_table_column_stats",
+        "ducklake_partition_info",
+        "ducklake_partition_column",
+        "ducklake_column",
+        "ducklake_column_tag",
+        "ducklake_sort_info",
+        "ducklake_sort_expression",
+        "ducklake_schema_versions",
+        "ducklake_column_mapping",
+    ):
+        if lake.has_table(target, conn):
+            run(f"DELETE FROM {q(target)} WHERE table_id IN ({listed})")
+    inlined = run(
+        f"SELECT table_name FROM {q('ducklake_inlined_data_tables')} WHERE table_id IN ({listed})"
+    )
+    run(f"DELETE FROM {q('ducklake_inlined_data_tables')} WHERE table_id IN ({listed})")
+    names = [r.table_name for r in inlined]
+    names += [ddl.inlined_delete_table_name(t) for t in gone_tables]
+    for name in names:
+        run(f"DROP TABLE IF EXISTS {q(name)}")
 
 
 def _ids(ids: Iterable[int]) -> str:

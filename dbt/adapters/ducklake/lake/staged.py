@@ -15,7 +15,15 @@ from typing import Any
 
 from .errors import CatalogNotFoundError, InvalidChangeError
 from .models import Column, PartitionSpec, SortSpec
-from .plan import AlterTable, ColumnRows, CreateTable, NewComment, SchemaRef, TableRef
+from .plan import (
+    AlterTable,
+    ColumnRows,
+    CreateTable,
+    CreateView,
+    NewComment,
+    SchemaRef,
+    TableRef,
+)
 from .types import ColumnSpec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_\-]+$")
@@ -318,3 +326,15 @@ class StagedView:
     comment: str | None = None
     comment_changed: bool = False
     spark_sql: str | None = None
+
+    def creation(self) -> CreateView:
+        return CreateView(
+            self.schema.ref(),
+            self.name,
+            self.uuid,
+            self.dialect,
+            self.sql,
+            self.column_aliases,
+            self.comment,
+            self.spark_sql,
+        )

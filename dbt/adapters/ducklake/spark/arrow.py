@@ -33,6 +33,7 @@ from ..lake import (
     merge_min,
     stats_string,
 )
+from .errors import UnsupportedTypeError
 
 FIELD_ID_KEY = b"PARQUET:field_id"
 ROW_ID_FIELD = 2147483540
@@ -76,7 +77,7 @@ def arrow_type(col: Column) -> pa.DataType:
     if is_decimal(col.type):
         return pa.decimal128(*decimal_params(col.type))
     if col.type not in _ARROW:
-        raise ValueError(f"column {col.name!r}: cannot write DuckLake type {col.type}")
+        raise UnsupportedTypeError(f"column {col.name!r}: cannot write DuckLake type {col.type}")
     return _ARROW[col.type]
 
 

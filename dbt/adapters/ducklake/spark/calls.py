@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..lake import SETTABLE_OPTIONS, Lake, parse_interval
 from . import maintenance as mt
 from .engine import CommitInfo
+from .errors import CallError
 
 _CALL = re.compile(
     r"^\s*CALL\s+((?:[A-Za-z_][\w]*\.)?[A-Za-z_][\w]*)\s*\((.*)\)\s*;?\s*$", re.I | re.S
@@ -29,10 +30,6 @@ Kw = dict[str, Any]
 _CHECKPOINT = re.compile(r"^\s*CHECKPOINT(\s+[A-Za-z_][\w]*)?\s*;?\s*$", re.I)
 _NOW_MINUS = re.compile(r"^(?:now\(\)|current_timestamp)\s*-\s*INTERVAL\s+'((?:[^']|'')*)'$", re.I)
 _TIMESTAMP = re.compile(r"^(?:TIMESTAMP(?:TZ)?\s+)?'((?:[^']|'')*)'(?:::TIMESTAMP(?:TZ)?)?$", re.I)
-
-
-class CallError(ValueError):
-    pass
 
 
 def is_call(text: str) -> bool:

@@ -29,6 +29,7 @@ from ..lake import (
     duckdb_type,
     is_decimal,
 )
+from .errors import CatalogQueryError
 from .types import ducklake_spec, spark_type
 from .views import scan_view
 
@@ -278,10 +279,6 @@ _DESCRIBE = re.compile(
     rf"(?P<table>{_QUALIFIED})\s*;?\s*$",
     re.IGNORECASE,
 )
-
-
-class CatalogQueryError(ValueError):
-    pass
 
 
 class NotInLake(CatalogQueryError):

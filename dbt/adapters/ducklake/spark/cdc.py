@@ -19,11 +19,8 @@ from sqlglot.dialects.spark import Spark
 
 from ..lake import Lake
 from .changes import table_changes
+from .errors import CdcError
 from .scan import ScanMetrics, scan_table
-
-
-class CdcError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

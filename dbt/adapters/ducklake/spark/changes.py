@@ -17,24 +17,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake import Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
-from .scan import (
-    DELETE_FILE_ID_COL,
-    DELETE_POS_COL,
-    DELETE_SNAPSHOT,
-    FILE_ID_COL,
-    POS_COL,
-    ScanMetrics,
-    delete_positions,
-    read_files,
-    spark_rows,
-    spark_schema,
-)
+from .errors import ChangeFeedError
+from .scan import ScanMetrics, read_files, spark_rows, spark_schema
+from .scan_deletes import delete_positions
+from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
 
 FEEDS = ("changes", "insertions", "deletions")
-
-
-class ChangeFeedError(ValueError):
-    pass
 
 
 def table_changes(

@@ -15,11 +15,8 @@ from sqlglot import exp
 from ..lake import ColumnSpec, Lake, Snapshot, Transaction, parse_type
 from .duckdb_views import duckdb_view_sql
 from .engine import CommitInfo, begin, finish
+from .errors import DDLError
 from .view_types import Columns
-
-
-class DDLError(ValueError):
-    pass
 
 
 def column_spec(definition: exp.ColumnDef) -> ColumnSpec:

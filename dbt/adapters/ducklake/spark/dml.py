@@ -32,9 +32,11 @@ from .delete_task import (
     StageDeletesTask,
 )
 from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
+from .errors import WriteError
 from .prune import Predicate
 from .remove_task import remove_path
-from .scan import FILE_ID_COL, POS_COL, ScanMetrics, scan_table
+from .scan import ScanMetrics, scan_table
+from .scan_files import FILE_ID_COL, POS_COL
 from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -75,7 +77,7 @@ def target_rows(
     )
     for col in table.column_list():
         if col.column_id in base_names and base_names[col.column_id] != col.name:
-            raise ValueError(
+            raise WriteError(
                 f"{table.qualified_name}: column {base_names[col.column_id]!r} was renamed to "
                 f"{col.name!r} in this transaction; change its rows before the rename or "
                 "after COMMIT"
@@ -124,7 +126,7 @@ def update_where(
     known = {c.name.lower(): c for c in columns}
     for col in assignments:
         if col.lower() not in known:
-            raise ValueError(
+            raise WriteError(
                 f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
                 f"{', '.join(c.name for c in columns)}"
             )

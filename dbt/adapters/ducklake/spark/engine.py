@@ -32,6 +32,7 @@ from ..lake import (
     resolve_option,
 )
 from .arrow import WriteOptions
+from .errors import NotNullViolation, WriteError
 from .scan import read_back
 from .types import ducklake_spec, python_rows, spark_type
 from .write import partition_plan, write_data_files
@@ -85,10 +86,6 @@ def inlining_limit(lake: Lake, table: StagedTable) -> int:
         "data_inlining_row_limit", schema_id=table.schema.schema_id, table_id=table.table_id
     )
     return int(value) if value is not None else DEFAULT_INLINING_ROW_LIMIT
-
-
-class NotNullViolation(ValueError):
-    pass
 
 
 def stage_rows(
@@ -225,7 +222,7 @@ def create_table_as(
     own = tx is None
     tx = tx or begin(lake, commit)
     if columns is not None and len(columns) != len(df.columns):
-        raise ValueError(
+        raise WriteError(
             f"CREATE TABLE {schema}.{name}: {len(columns)} columns declared, the query has "
             f"{len(df.columns)}"
         )
@@ -265,7 +262,7 @@ def insert_into(
     table = tx.table(schema, name)
     names = [c.name for c in table.columns]
     if len(df.columns) != len(names):
-        raise ValueError(
+        raise WriteError(
             f"INSERT into {table.qualified_name}: the query has {len(df.columns)} columns, "
             f"the table has {len(names)} ({', '.join(names)})"
         )

@@ -11,6 +11,66 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ..lake import LakeError
+
+
+class EngineError(LakeError):
+    """An error of the Spark engine layer: what the user wrote cannot run as written.
+    Messages name tables as `schema.table` and list the accepted values."""
+
+
+class WriteError(EngineError):
+    """Rows that do not fit the table they are written to (column count, names)."""
+
+
+class SessionConfigError(EngineError):
+    """Spark settings of the profile that cannot start a session."""
+
+
+class ViewError(EngineError):
+    """A lake view that cannot be read."""
+
+
+class CallError(EngineError):
+    """A CALL of a DuckLake function with bad arguments."""
+
+
+class CatalogQueryError(EngineError):
+    """A query on DuckLake's catalog functions that this layer does not answer."""
+
+
+class CdcError(EngineError):
+    """A change-data-capture call with bad arguments."""
+
+
+class ChangeFeedError(EngineError):
+    """A table_changes, table_insertions or table_deletions call that cannot run."""
+
+
+class DDLError(EngineError):
+    """A CREATE, ALTER or DROP this layer does not run as written."""
+
+
+class LakeSQLError(EngineError):
+    """SQL text that names the lake in a way this layer cannot resolve."""
+
+
+class MergeError(EngineError):
+    """A MERGE that cannot run: ambiguous keys, unsupported clauses, bad columns."""
+
+
+class NotNullViolation(EngineError):
+    """A NULL written into a NOT NULL column; nothing was committed."""
+
+
+class StatementError(EngineError):
+    """A statement this layer does not run as written (unsupported form or option)."""
+
+
+class UnsupportedTypeError(EngineError):
+    """A column type that Spark and DuckLake cannot exchange."""
+
+
 INTERNAL_PREFIX = "__ducklake_"
 
 _POSITION = re.compile(r";\s*line \d+ pos \d+;?\s*$")

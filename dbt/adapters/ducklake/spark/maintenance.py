@@ -47,7 +47,8 @@ from .arrow import DeleteTarget, write_delete_file
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
 from .remove_task import remove_paths
-from .scan import local_path, read_files, read_parquet, spark_rows
+from .scan import read_files, spark_rows
+from .scan_files import local_path, read_parquet
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 from .write import write_data_files
 

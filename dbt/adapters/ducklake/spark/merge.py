@@ -22,8 +22,10 @@ from pyspark.sql import types as T
 from ..lake import Column, Lake, Snapshot, Transaction
 from .dml import stage_deletes, target_rows
 from .engine import CommitInfo, begin, finish, stage_rows
+from .errors import MergeError
 from .prune import Predicate
-from .scan import FILE_ID_COL, POS_COL, ScanMetrics
+from .scan import ScanMetrics
+from .scan_files import FILE_ID_COL, POS_COL
 from .types import spark_type
 
 KINDS = ("matched", "not_matched", "not_matched_by_source")
@@ -32,10 +34,6 @@ ACTIONS = {
     "not_matched": ("insert",),
     "not_matched_by_source": ("update", "delete"),
 }
-
-
-class MergeError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,7 @@ files by `_ducklake_internal_snapshot_id`, and inlined rows are unioned in.
 from __future__ import annotations
 
 import logging
-import os
-import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import time as dt_time
@@ -29,15 +27,25 @@ from ..lake import (
     Column,
     DataFile,
     DataFileSpec,
-    DeleteFile,
     Lake,
     NameMap,
     StagedTable,
     decode_default,
 )
 from .prune import Predicate, may_match
+from .scan_deletes import deleted_rows, drop_deleted, row_numbering, use_masks
+from .scan_files import (
+    FILE_ID_COL,
+    POS_COL,
+    POS_KEY,
+    ROW_ID,
+    ROW_SNAPSHOT,
+    FileMatch,
+    file_match,
+    read_parquet,
+    with_position,
+)
 from .types import (
-    DELETE_POS_FIELD_ID,
     FIELD_ID,
     ROW_ID_FIELD_ID,
     SNAPSHOT_FIELD_ID,
@@ -46,16 +54,6 @@ from .types import (
 )
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
-
-ROW_ID = "_ducklake_internal_row_id"
-ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
-_FILE_ID = "__ducklake_del_fid_key"
-DELETE_FILE_ID_COL = _FILE_ID
-DELETE_POS_COL = "__ducklake_del_pos"
-DELETE_SNAPSHOT = "__ducklake_del_snapshot"
-FILE_ID_COL = "__ducklake_fid"
-POS_COL = "__ducklake_pos"
-_POS = "__ducklake_pos"
 
 
 @dataclass
@@ -72,97 +70,6 @@ class ScanMetrics:
 
 # Characters Hadoop's Path keeps as they are in the URI Spark reports as
 # `_metadata.file_path` (java.net.URI's path characters); any other ASCII is %XX-encoded.
-_URI_PATH_SAFE = frozenset(string.ascii_letters + string.digits + "-_.!~*'()@&=+$,;/")
-
-
-def spark_uri(path: str) -> str | None:
-    """The exact `_metadata.file_path` Spark reports for a local file, or None when this
-    cannot be told without asking Hadoop (URLs, ':' or non-ASCII in the path).
-
-    Precomputed once per file on the driver, it lets scans match rows to files by plain
-    string equality instead of decoding a URI on every row.
-    """
-    if "://" in path or ":" in path or not path.isascii():
-        return None
-    full = os.path.abspath(path)
-    return "file:" + "".join(c if c in _URI_PATH_SAFE else f"%{ord(c):02X}" for c in full)
-
-
-def local_path(spark_path: SparkColumn) -> SparkColumn:
-    """Spark's `_metadata.file_path` (a URI) as the plain path the catalog stores.
-
-    Per-row work: only for files whose URI `spark_uri` cannot predict.
-    """
-    protected = F.regexp_replace(spark_path, r"\+", "%2B")
-    decoded = F.url_decode(protected)
-    return F.regexp_replace(decoded, r"^file:(//)?", "")
-
-
-def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
-    """One Parquet scan over exactly these files (no directory discovery).
-
-    Classic PySpark hands a path list to the JVM one py4j call per path (seconds for
-    thousands of files); here the list crosses as one string. Spark Connect sends it in
-    one message anyway.
-    """
-    reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
-    jreader = getattr(reader, "_jreader", None)
-    jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
-    if jreader is None or jvm is None or len(paths) < _MANY_FILES:
-        return reader.parquet(*paths)
-    folder = _folder_of_exactly(paths)
-    if folder is not None:
-        whole = DataFrame(jreader.parquet(_jvm_seq(jvm, [folder])), spark)
-        # what Spark listed is what the catalog named, unless a file came in between
-        if len(whole._jdf.inputFiles()) == len(paths):
-            return whole
-    return DataFrame(jreader.parquet(_jvm_seq(jvm, paths)), spark)
-
-
-_MANY_FILES = 64
-
-
-def _folder_of_exactly(paths: Sequence[str]) -> str | None:
-    """The local directory holding exactly these Parquet files and nothing else to
-    read, or None. Spark lists one directory in one call, where it checks and stats a
-    list of paths one by one: planning a 10,000-file table takes a third of the time."""
-    folder = os.path.dirname(paths[0])
-    if "://" in folder or not folder:
-        return None
-    names = set()
-    for p in paths:
-        if os.path.dirname(p) != folder:
-            return None
-        names.add(os.path.basename(p))
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return None
-    present = set()
-    for entry in entries:
-        if entry.name.startswith(".") or (entry.name.startswith("_") and "=" not in entry.name):
-            continue  # names Spark skips as hidden
-        if not entry.is_file(follow_symlinks=False):
-            return None  # a subdirectory (a write in progress) would be read as well
-        present.add(entry.name)
-    return folder if present == names else None
-
-
-def _jvm_seq(jvm: Any, paths: Sequence[str]) -> Any:
-    """A Scala Seq of paths built in one py4j call (not one per path)."""
-    joined = jvm.java.lang.String("\n".join(paths))
-    jlist = (
-        jvm.java.util.regex.Pattern.compile("\n")
-        .splitAsStream(joined)
-        .collect(jvm.java.util.stream.Collectors.toList())
-    )
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
-
-
-def _norm(path: str) -> str:
-    return path if "://" in path else os.path.normpath(path)
-
-
 def scan_table(
     spark: SparkSession,
     lake: Lake,
@@ -408,8 +315,8 @@ def _read_per_file(
     # One scan over all files with field ids (plus one per name mapping, for files
     # written without ids); files older than a column with a default get it per file.
     # Rows find their file by the URI Spark reports, precomputed here when possible.
-    match = _file_match([f.path for f in files], [f.file_size_bytes for f in files])
-    offsets = _row_numbering(files)
+    match = file_match([f.path for f in files], [f.file_size_bytes for f in files])
+    offsets = row_numbering(files)
     file_info = {
         "__ducklake_fid": [f.data_file_id for f in files],
         "__ducklake_row_id_start": [f.row_id_start for f in files],
@@ -423,7 +330,7 @@ def _read_per_file(
             mapped.setdefault(f.mapping_id, []).append(f.path)
     raw: DataFrame | None = None
     if by_id:
-        raw = _with_position(read_parquet(spark, read_schema, by_id), match)
+        raw = with_position(read_parquet(spark, read_schema, by_id), match)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
         part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
@@ -438,167 +345,23 @@ def _read_per_file(
             # a partial file holds rows of several snapshots; keep those visible at `snap`
             visible = F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap))
             data = data.where(visible)
-        deletes = _deletes(spark, files, inlined_deletes, snap, offsets)
+        deletes = deleted_rows(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
         deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
-        data = _drop_deleted(data, deletes, masks=deleted + len(inlined_deletes) > _FEW_DELETES)
+        data = drop_deleted(data, deletes, masks=use_masks(deleted + len(inlined_deletes)))
     select = [_logical(c) for c in columns]
     if lineage:
         select.append(
-            F.coalesce(F.col(ROW_ID), F.col("__ducklake_row_id_start") + F.col(_POS)).alias("rowid")
+            F.coalesce(F.col(ROW_ID), F.col("__ducklake_row_id_start") + F.col(POS_KEY)).alias(
+                "rowid"
+            )
         )
         select.append(
             F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_begin")).alias("snapshot_id")
         )
     if positions:
-        select += [F.col("__ducklake_fid").alias(FILE_ID_COL), F.col(_POS).alias(POS_COL)]
+        select += [F.col("__ducklake_fid").alias(FILE_ID_COL), F.col(POS_KEY).alias(POS_COL)]
     return data.select(*select)
-
-
-@dataclass(frozen=True)
-class _FileMatch:
-    """How rows of a multi-file scan find the catalog entry of the file they came from.
-
-    By size when the files' sizes are all different: `_metadata.file_size` is a number,
-    so the broadcast join is a hash lookup on a long, not on an 80-byte string per row.
-    A row whose size matches no entry (the file changed under the catalog) fails the
-    query instead of being dropped. Else by the URI Spark reports (predicted on the
-    driver) or, when that cannot be predicted, by the path decoded per row.
-    """
-
-    keys: list[Any]
-    key_type: str  # Spark SQL type of the keys
-    per_row: SparkColumn  # the key each row carries
-    checked: bool  # unmatched rows must fail (the size match)
-
-    def attach(
-        self,
-        spark: SparkSession,
-        data: DataFrame,
-        row_key: str,
-        info: Mapping[str, Sequence[int | None]],
-        *,
-        few_rows: bool = False,
-    ) -> DataFrame:
-        """`data` (whose `row_key` holds the per-row key) with one bigint column per
-        entry of `info`, holding the value of the row's file (`info` lists one value per
-        file, in the order of `keys`), and without `row_key`.
-
-        Over few files this needs no join: the file's index comes from a constant slot
-        table on the size (`_hashed_index`), or for a path key from a CASE, each value
-        from a constant array, so no broadcast side is built (one Spark job less). A path
-        key takes this way only for `few_rows` (delete files), where comparing strings
-        per row costs less than the job. Otherwise a broadcast join. With a size match, a
-        row of an unknown file fails the query; with a path match, it is dropped.
-        """
-        modulus = _perfect_modulus(self.keys) if self.checked else None
-        if modulus is not None or (few_rows and len(self.keys) <= _INLINE_FILES):
-            # SQL text: one py4j call per expression, not one per constant
-            if modulus is not None:
-                index = _hashed_index(row_key, self.keys, modulus)
-            else:
-                whens = " ".join(
-                    f"WHEN {row_key} = {_sql_key(k)} THEN {i}" for i, k in enumerate(self.keys, 2)
-                )
-                index = F.expr(f"CASE {whens} END")
-            if self.checked:
-                index = F.coalesce(index, F.raise_error(F.lit(_CHANGED_FILE)))
-            values = [
-                F.expr(
-                    f"element_at(array({', '.join(_sql_key(v) for v in (None, *vs))}), {row_key})"
-                ).alias(name)
-                for name, vs in info.items()
-            ]
-            indexed = data.withColumn(row_key, index)
-            if not self.checked:
-                indexed = indexed.where(F.col(row_key).isNotNull())
-            return indexed.select("*", *values).drop(row_key)
-        names = list(info)
-        rows = [(key, *vs) for key, *vs in zip(self.keys, *info.values(), strict=True)]
-        table = spark.createDataFrame(
-            rows,
-            ", ".join([f"__ducklake_match_key {self.key_type}"] + [f"{n} bigint" for n in names]),
-        )
-        condition = F.col(row_key) == F.col("__ducklake_match_key")
-        if not self.checked:
-            joined = data.join(F.broadcast(table), condition)
-        else:
-            joined = data.join(F.broadcast(table), condition, "left")
-            guarded = [
-                F.coalesce(F.col(n), F.raise_error(F.lit(_CHANGED_FILE)).cast("bigint")).alias(n)
-                for n in names
-            ]
-            kept = [F.col("`" + c.replace("`", "``") + "`") for c in data.columns]
-            joined = joined.select(*kept, *guarded)
-        return joined.drop(row_key, "__ducklake_match_key")
-
-
-def _sql_key(value: int | str | None) -> str:
-    """A key or value as a Spark SQL literal (bigint or string)."""
-    if value is None:
-        return "CAST(NULL AS BIGINT)"
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return f"{int(value)}L"
-
-
-# Up to this many delete files, delete rows find their file by a CASE on its path.
-_INLINE_FILES = 64
-# Up to this many data files find theirs by size through a constant table.
-_HASHED_FILES = 128
-
-
-def _perfect_modulus(sizes: Sequence[Any]) -> int | None:
-    """A small m giving every size its own `size % m` (a few thousand tries at most:
-    over 128 files rows are joined instead)."""
-    if not sizes or len(sizes) > _HASHED_FILES:
-        return None
-    for m in range(len(sizes), len(sizes) + 4096):
-        if len({k % m for k in sizes}) == len(sizes):
-            return m
-    return None
-
-
-def _hashed_index(row_key: str, sizes: Sequence[int], modulus: int) -> SparkColumn:
-    """Per row, 2 + the position of its file's size in `sizes`, or NULL for a size no
-    file has: one modulo and two constant-array reads per row, in the same few lines of
-    generated code for 4 files or 128 (a CASE per file grows past what the JIT compiles
-    and slows the whole stage down)."""
-    slots = [1] * modulus  # 1 points at the sentinel that no size equals
-    for i, k in enumerate(sizes, 2):
-        slots[k % modulus] = i
-    table = ", ".join(map(str, slots))
-    slot = f"element_at(array({table}), CAST(pmod({row_key}, {modulus}L) AS INT) + 1)"
-    known = f"array(-1L, {', '.join(_sql_key(k) for k in sizes)})"
-    return F.expr(f"CASE WHEN element_at({known}, {slot}) = {row_key} THEN {slot} END")
-
-
-_CHANGED_FILE = (
-    "a Parquet file's size differs from the size the DuckLake catalog records for it: "
-    "the file was changed outside the lake"
-)
-
-
-MATCH_BY_SIZE = True  # tests turn it off to run the URI and decoded-path matches
-
-
-def _file_match(paths: Sequence[str], sizes: Sequence[int | None]) -> _FileMatch:
-    if MATCH_BY_SIZE and all(s for s in sizes) and len(set(sizes)) == len(sizes):
-        return _FileMatch(list(sizes), "bigint", F.col("_metadata.file_size"), True)
-    uris = [spark_uri(p) for p in paths]
-    if all(u is not None for u in uris):
-        return _FileMatch(uris, "string", F.col("_metadata.file_path"), False)
-    return _FileMatch(
-        [_norm(p) for p in paths], "string", local_path(F.col("_metadata.file_path")), False
-    )
-
-
-def _with_position(df: DataFrame, match: _FileMatch) -> DataFrame:
-    return df.select(
-        "*",
-        match.per_row.alias("__ducklake_path"),
-        F.col("_metadata.row_index").alias(_POS),
-    )
 
 
 def _read_mapped(
@@ -606,7 +369,7 @@ def _read_mapped(
     columns: Sequence[Column],
     mapping: Sequence[NameMap],
     paths: list[str],
-    match: _FileMatch,
+    match: FileMatch,
 ) -> DataFrame:
     """Files without field ids: read each column by the name its mapping gives it."""
     entry_field = {m.column_id: m.target_field_id for m in mapping}
@@ -634,7 +397,7 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
-    df = _with_position(read_parquet(spark, schema, paths), match)
+    df = with_position(read_parquet(spark, schema, paths), match)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType
@@ -645,7 +408,7 @@ def _read_mapped(
         F.lit(None).cast("bigint").alias(ROW_ID),
         F.lit(None).cast("bigint").alias(ROW_SNAPSHOT),
         F.col("__ducklake_path"),
-        F.col(_POS),
+        F.col(POS_KEY),
     ]
     return df.select(*select)
 
@@ -718,138 +481,6 @@ def _apply_defaults(
     return data
 
 
-def _deletes(
-    spark: SparkSession,
-    files: Sequence[DataFile],
-    inlined_deletes: Sequence[Any],
-    snap: int,
-    offsets: Mapping[int, int],
-) -> DataFrame | None:
-    """The row number (`_row_numbering`) of every row deleted as of `snap`."""
-    positions = delete_positions(
-        spark,
-        [f.delete_file for f in files if f.delete_file is not None],
-        [d for d in inlined_deletes if d.data_file_id in offsets],
-        offsets,
-    )
-    if positions is None:
-        return None
-    number = F.col("__ducklake_del_off") + F.col("__ducklake_del_pos")
-    return positions.where(F.col(DELETE_SNAPSHOT) <= F.lit(snap)).select(
-        number.alias("__ducklake_del_number")
-    )
-
-
-_CHUNK_BITS = 6  # 64 positions per mask
-
-
-def _row_numbering(files: Sequence[DataFile]) -> dict[int, int]:
-    """Per data file, the number its first row gets when the files' rows are numbered
-    one after the other; each file starts a new run of 64 (see `_drop_deleted`)."""
-    offsets, start = {}, 0
-    for f in files:
-        offsets[f.data_file_id] = start
-        start += -(-f.record_count >> _CHUNK_BITS) << _CHUNK_BITS
-    return offsets
-
-
-# up to this many deleted rows, a plain anti-join on row numbers (no aggregation stage)
-_FEW_DELETES = 1 << 17
-
-
-def _drop_deleted(data: DataFrame, deletes: DataFrame, *, masks: bool) -> DataFrame:
-    """`data` (with `__ducklake_off` and positions) without the rows `deletes` numbers.
-
-    Rows are numbered across the scanned files (`_row_numbering`). Few deletes are a
-    broadcast anti-join on that one long. Many become a 64-bit mask per run of 64
-    numbers: each row looks up its run (a long key with nearly contiguous values, which
-    Spark keeps as a plain array) and tests one bit, a tenth of the entries of the
-    anti-join and no hashing per row, for the price of one aggregation stage.
-    """
-    numbered = data.withColumn("__ducklake_row_number", F.col("__ducklake_off") + F.col(_POS))
-    if not masks:
-        kept = numbered.join(
-            F.broadcast(deletes),
-            F.col("__ducklake_row_number") == F.col("__ducklake_del_number"),
-            "left_anti",
-        )
-        return kept.drop("__ducklake_row_number")
-    masks_by_run = deletes.groupBy(
-        F.shiftright("__ducklake_del_number", _CHUNK_BITS).alias("__ducklake_del_chunk")
-    ).agg(
-        F.bit_or(F.expr("shiftleft(1L, CAST(__ducklake_del_number % 64 AS INT))")).alias(
-            "__ducklake_mask"
-        )
-    )
-    kept = numbered.join(
-        F.broadcast(masks_by_run),
-        F.shiftright("__ducklake_row_number", _CHUNK_BITS) == F.col("__ducklake_del_chunk"),
-        "left",
-    ).where(
-        F.col("__ducklake_mask").isNull()
-        | F.expr("shiftright(__ducklake_mask, CAST(__ducklake_row_number % 64 AS INT)) & 1 = 0")
-    )
-    return kept.drop("__ducklake_row_number", "__ducklake_del_chunk", "__ducklake_mask")
-
-
-def delete_positions(
-    spark: SparkSession,
-    delete_files: Sequence[DeleteFile],
-    inlined_deletes: Sequence[Any],
-    offsets: Mapping[int, int] | None = None,
-) -> DataFrame | None:
-    """(data file id, position, deleting snapshot) of every delete in these delete files
-    (per-row snapshot ids of partial files, else the file's begin) and inlined deletes;
-    with `offsets`, also each data file's `__ducklake_del_off` from it."""
-    parts = []
-    off = offsets or {}
-    if delete_files:
-        match = _file_match(
-            [d.path for d in delete_files], [d.file_size_bytes for d in delete_files]
-        )
-        delete_info = {
-            "__ducklake_del_fid": [d.data_file_id for d in delete_files],
-            "__ducklake_del_begin": [d.begin_snapshot for d in delete_files],
-            "__ducklake_del_off": [off.get(d.data_file_id, 0) for d in delete_files],
-        }
-        schema = T.StructType(
-            [
-                T.StructField("pos", T.LongType(), True, {FIELD_ID: DELETE_POS_FIELD_ID}),
-                T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID}),
-            ]
-        )
-        deletes = read_parquet(spark, schema, [d.path for d in delete_files]).select(
-            "*", match.per_row.alias("__ducklake_del_path")
-        )
-        read = match.attach(
-            spark, deletes, "__ducklake_del_path", delete_info, few_rows=True
-        ).select(
-            F.col("__ducklake_del_fid").alias(_FILE_ID),
-            F.col("pos").alias("__ducklake_del_pos"),
-            F.coalesce(F.col(ROW_SNAPSHOT), F.col("__ducklake_del_begin")).alias(DELETE_SNAPSHOT),
-            F.col("__ducklake_del_off"),
-        )
-        parts.append(read)
-    if inlined_deletes:
-        rows = [
-            (d.data_file_id, d.position, d.begin_snapshot, off.get(d.data_file_id, 0))
-            for d in inlined_deletes
-        ]
-        parts.append(
-            spark.createDataFrame(
-                rows,
-                f"{_FILE_ID} bigint, __ducklake_del_pos bigint, {DELETE_SNAPSHOT} bigint, "
-                "__ducklake_del_off bigint",
-            )
-        )
-    if not parts:
-        return None
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    return out
-
-
 def read_back(
     spark: SparkSession,
     table: StagedTable,
@@ -871,7 +502,7 @@ def read_back(
     parts = [
         read_parquet(spark, schema, [root + f.path]).select(
             F.lit(i).alias("__ducklake_file_order"),
-            F.col("_metadata.row_index").alias(_POS),
+            F.col("_metadata.row_index").alias(POS_KEY),
             *select,
         )
         for i, f in enumerate(files)
@@ -882,5 +513,5 @@ def read_back(
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part)
-    ordered = union.orderBy("__ducklake_file_order", _POS).drop("__ducklake_file_order", _POS)
+    ordered = union.orderBy("__ducklake_file_order", POS_KEY).drop("__ducklake_file_order", POS_KEY)
     return python_rows(ordered.collect(), out_schema)  # at most the inlining limit

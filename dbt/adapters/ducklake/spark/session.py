@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .errors import SessionConfigError
 from .shipping import is_local_master, ship_engine
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -62,18 +63,18 @@ class SessionConfig:
 
     def validate(self) -> None:
         if self.master and self.remote:
-            raise ValueError(
+            raise SessionConfigError(
                 "spark_master and spark_remote are exclusive: set spark_master for a "
                 "local or standalone cluster, or spark_remote (sc://host:port) for Spark Connect"
             )
         if self.remote and not self.remote.startswith("sc://"):
-            raise ValueError(
+            raise SessionConfigError(
                 f"spark_remote {self.remote!r} must be a Spark Connect URL sc://host:port"
             )
         for key, value in REQUIRED_CONF.items():
             given = self.conf.get(key)
             if given is not None and str(given).lower() != value.lower():
-                raise ValueError(
+                raise SessionConfigError(
                     f"spark_conf {key}={given!r} conflicts with DuckLake, which needs {value!r}"
                 )
 

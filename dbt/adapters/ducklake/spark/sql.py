@@ -17,21 +17,28 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from ..lake import Lake, LakeError, Snapshot, Transaction
-from .calls import CallError, is_call, run_call
+from .calls import is_call, run_call
 from .catalog_queries import (
     CatalogQueryError,
     NotInLake,
     catalog_statement,
     is_catalog_statement,
 )
-from .ddl import DDLError, column_spec, run_ddl
+from .ddl import column_spec, run_ddl
 from .dml import delete_where, update_where
-from .engine import CommitInfo, NotNullViolation, begin, create_table_as, insert_into
-from .errors import spark_error_text
+from .engine import CommitInfo, begin, create_table_as, insert_into
+from .errors import (
+    CallError,
+    DDLError,
+    EngineError,
+    LakeSQLError,
+    NotNullViolation,
+    spark_error_text,
+)
 from .merge import When, merge_into
 from .scan import ScanMetrics
 from .sql_blocks import TransactionBlock
-from .sql_rewrite import LakeSQLError, QueryRewriter, parse
+from .sql_rewrite import QueryRewriter, parse
 from .star_ordinals import expand_stars, may_need_expansion, stars_with_ordinals
 from .statements import (
     CreateLayout,
@@ -421,7 +428,9 @@ class LakeSQL:
                 commit=self.commit,
                 tx=self._tx,
             )
-        except (ValueError, NotNullViolation) as exc:
+        except EngineError as exc:
+            if isinstance(exc, LakeSQLError | NotNullViolation):
+                raise
             raise LakeSQLError(str(exc)) from exc
 
     def _merge(self, tree: exp.Merge) -> Snapshot | None:

@@ -26,6 +26,7 @@ from sqlglot.tokens import TokenType
 from ..lake import CatalogReader, Lake
 from .catalog_queries import INFORMATION_SCHEMA, INFORMATION_SCHEMA_VIEWS, information_schema
 from .changes import table_changes
+from .errors import LakeSQLError
 from .pushdown import pushed_predicates
 from .scan import ScanMetrics, scan_table
 from .sql_blocks import TransactionBlock
@@ -45,10 +46,6 @@ FEED_FUNCTIONS = {
     for prefix in ("", "ducklake_")
     for feed in ("changes", "insertions", "deletions")
 }
-
-
-class LakeSQLError(ValueError):
-    pass
 
 
 @dataclass

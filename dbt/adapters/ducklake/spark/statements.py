@@ -17,6 +17,8 @@ import sqlglot
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
+from .errors import StatementError
+
 PARTITION_FORMS = ("col", "year(col)", "month(col)", "day(col)", "hour(col)", "bucket(N, col)")
 SORT_FORM = "col [ASC|DESC] [NULLS FIRST|NULLS LAST]"
 
@@ -31,10 +33,6 @@ _SORT = re.compile(
     r"^(?P<expr>.+?)(?:\s+(?P<dir>ASC|DESC))?(?:\s+NULLS\s+(?P<nulls>FIRST|LAST))?$",
     re.IGNORECASE | re.DOTALL,
 )
-
-
-class StatementError(ValueError):
-    pass
 
 
 def split_statements(text: str) -> list[str]:

@@ -23,6 +23,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from ..lake import Column, ColumnSpec, decimal_params, is_decimal
+from .errors import UnsupportedTypeError
 
 FIELD_ID = "parquet.field.id"
 ROW_ID_FIELD_ID = 2147483540
@@ -74,10 +75,6 @@ _FROM_SPARK: dict[type, str] = {
     T.TimestampType: "timestamptz",
     T.TimestampNTZType: "timestamp",
 }
-
-
-class UnsupportedTypeError(ValueError):
-    pass
 
 
 def spark_type(col: Column) -> T.DataType:

@@ -18,8 +18,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from ..lake import CatalogNotFoundError, CatalogReader, Lake, LakeError
+from .errors import UnsupportedTypeError, ViewError
 from .scan import scan_table
-from .types import UnsupportedTypeError, spark_schema
+from .types import spark_schema
 
 _ids = itertools.count()
 MAX_VIEW_DEPTH = 16
@@ -51,7 +52,7 @@ def _view(
     spark: SparkSession, lake: Lake, cat: CatalogReader, schema: str, name: str, depth: int
 ) -> DataFrame:
     if depth > MAX_VIEW_DEPTH:
-        raise ValueError(f"view {schema}.{name}: views nest deeper than {MAX_VIEW_DEPTH} levels")
+        raise ViewError(f"view {schema}.{name}: views nest deeper than {MAX_VIEW_DEPTH} levels")
     view = cat.view(schema, name)
     if view.spark_sql:  # created here: run the text it was written in
         tree = sqlglot.parse_one(view.spark_sql, read="spark")

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from ..lake import Column, DataFileSpec, FileColumnStats, StagedTable
 from .arrow import WriteOptions
+from .errors import WriteError
 from .native_write import native_writable, write_native
 from .write_task import WriteTask
 
@@ -90,7 +91,7 @@ def write_data_files(
     names = [c.name for c in columns] + (["_ducklake_internal_row_id"] if row_ids else [])
     names += ["_ducklake_internal_snapshot_id"] if snapshot_ids else []
     if [n.lower() for n in df.columns] != [n.lower() for n in names]:
-        raise ValueError(
+        raise WriteError(
             f"data for {table.qualified_name} has columns {df.columns}; the table has {names}"
         )
     plan = partition_plan(table, partition)

@@ -1,0 +1,264 @@
+"""Which file each scanned row came from: paths as Spark sees them, and the match of
+rows to catalog entries (by size, by URI or by decoded path)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+ROW_ID = "_ducklake_internal_row_id"
+ROW_SNAPSHOT = "_ducklake_internal_snapshot_id"
+FILE_ID_KEY = "__ducklake_del_fid_key"
+DELETE_FILE_ID_COL = FILE_ID_KEY
+DELETE_POS_COL = "__ducklake_del_pos"
+DELETE_SNAPSHOT = "__ducklake_del_snapshot"
+FILE_ID_COL = "__ducklake_fid"
+POS_COL = "__ducklake_pos"
+POS_KEY = "__ducklake_pos"
+
+_URI_PATH_SAFE = frozenset(string.ascii_letters + string.digits + "-_.!~*'()@&=+$,;/")
+
+
+def spark_uri(path: str) -> str | None:
+    """The exact `_metadata.file_path` Spark reports for a local file, or None when this
+    cannot be told without asking Hadoop (URLs, ':' or non-ASCII in the path).
+
+    Precomputed once per file on the driver, it lets scans match rows to files by plain
+    string equality instead of decoding a URI on every row.
+    """
+    if "://" in path or ":" in path or not path.isascii():
+        return None
+    full = os.path.abspath(path)
+    return "file:" + "".join(c if c in _URI_PATH_SAFE else f"%{ord(c):02X}" for c in full)
+
+
+def local_path(spark_path: SparkColumn) -> SparkColumn:
+    """Spark's `_metadata.file_path` (a URI) as the plain path the catalog stores.
+
+    Per-row work: only for files whose URI `spark_uri` cannot predict.
+    """
+    protected = F.regexp_replace(spark_path, r"\+", "%2B")
+    decoded = F.url_decode(protected)
+    return F.regexp_replace(decoded, r"^file:(//)?", "")
+
+
+def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
+    """One Parquet scan over exactly these files (no directory discovery).
+
+    Classic PySpark hands a path list to the JVM one py4j call per path (seconds for
+    thousands of files); here the list crosses as one string. Spark Connect sends it in
+    one message anyway.
+    """
+    reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
+    jreader = getattr(reader, "_jreader", None)
+    jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
+    if jreader is None or jvm is None or len(paths) < _MANY_FILES:
+        return reader.parquet(*paths)
+    folder = _folder_of_exactly(paths)
+    if folder is not None:
+        whole = DataFrame(jreader.parquet(_jvm_seq(jvm, [folder])), spark)
+        # what Spark listed is what the catalog named, unless a file came in between
+        if len(whole._jdf.inputFiles()) == len(paths):
+            return whole
+    return DataFrame(jreader.parquet(_jvm_seq(jvm, paths)), spark)
+
+
+_MANY_FILES = 64
+
+
+def _folder_of_exactly(paths: Sequence[str]) -> str | None:
+    """The local directory holding exactly these Parquet files and nothing else to
+    read, or None. Spark lists one directory in one call, where it checks and stats a
+    list of paths one by one: planning a 10,000-file table takes a third of the time."""
+    folder = os.path.dirname(paths[0])
+    if "://" in folder or not folder:
+        return None
+    names = set()
+    for p in paths:
+        if os.path.dirname(p) != folder:
+            return None
+        names.add(os.path.basename(p))
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    present = set()
+    for entry in entries:
+        if entry.name.startswith(".") or (entry.name.startswith("_") and "=" not in entry.name):
+            continue  # names Spark skips as hidden
+        if not entry.is_file(follow_symlinks=False):
+            return None  # a subdirectory (a write in progress) would be read as well
+        present.add(entry.name)
+    return folder if present == names else None
+
+
+def _jvm_seq(jvm: Any, paths: Sequence[str]) -> Any:
+    """A Scala Seq of paths built in one py4j call (not one per path)."""
+    joined = jvm.java.lang.String("\n".join(paths))
+    jlist = (
+        jvm.java.util.regex.Pattern.compile("\n")
+        .splitAsStream(joined)
+        .collect(jvm.java.util.stream.Collectors.toList())
+    )
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
+
+
+def _norm(path: str) -> str:
+    return path if "://" in path else os.path.normpath(path)
+
+
+@dataclass(frozen=True)
+class FileMatch:
+    """How rows of a multi-file scan find the catalog entry of the file they came from.
+
+    By size when the files' sizes are all different: `_metadata.file_size` is a number,
+    so the broadcast join is a hash lookup on a long, not on an 80-byte string per row.
+    A row whose size matches no entry (the file changed under the catalog) fails the
+    query instead of being dropped. Else by the URI Spark reports (predicted on the
+    driver) or, when that cannot be predicted, by the path decoded per row.
+    """
+
+    keys: list[Any]
+    key_type: str  # Spark SQL type of the keys
+    per_row: SparkColumn  # the key each row carries
+    checked: bool  # unmatched rows must fail (the size match)
+
+    def attach(
+        self,
+        spark: SparkSession,
+        data: DataFrame,
+        row_key: str,
+        info: Mapping[str, Sequence[int | None]],
+        *,
+        few_rows: bool = False,
+    ) -> DataFrame:
+        """`data` (whose `row_key` holds the per-row key) with one bigint column per
+        entry of `info`, holding the value of the row's file (`info` lists one value per
+        file, in the order of `keys`), and without `row_key`.
+
+        Over few files this needs no join: the file's index comes from a constant slot
+        table on the size (`hashed_index`), or for a path key from a CASE, each value
+        from a constant array, so no broadcast side is built (one Spark job less). A path
+        key takes this way only for `few_rows` (delete files), where comparing strings
+        per row costs less than the job. Otherwise a broadcast join. With a size match, a
+        row of an unknown file fails the query; with a path match, it is dropped.
+        """
+        modulus = perfect_modulus(self.keys) if self.checked else None
+        if modulus is not None or (few_rows and len(self.keys) <= INLINE_FILES):
+            # SQL text: one py4j call per expression, not one per constant
+            if modulus is not None:
+                index = hashed_index(row_key, self.keys, modulus)
+            else:
+                whens = " ".join(
+                    f"WHEN {row_key} = {_sql_key(k)} THEN {i}" for i, k in enumerate(self.keys, 2)
+                )
+                index = F.expr(f"CASE {whens} END")
+            if self.checked:
+                index = F.coalesce(index, F.raise_error(F.lit(_CHANGED_FILE)))
+            values = [
+                F.expr(
+                    f"element_at(array({', '.join(_sql_key(v) for v in (None, *vs))}), {row_key})"
+                ).alias(name)
+                for name, vs in info.items()
+            ]
+            indexed = data.withColumn(row_key, index)
+            if not self.checked:
+                indexed = indexed.where(F.col(row_key).isNotNull())
+            return indexed.select("*", *values).drop(row_key)
+        names = list(info)
+        rows = [(key, *vs) for key, *vs in zip(self.keys, *info.values(), strict=True)]
+        table = spark.createDataFrame(
+            rows,
+            ", ".join([f"__ducklake_match_key {self.key_type}"] + [f"{n} bigint" for n in names]),
+        )
+        condition = F.col(row_key) == F.col("__ducklake_match_key")
+        if not self.checked:
+            joined = data.join(F.broadcast(table), condition)
+        else:
+            joined = data.join(F.broadcast(table), condition, "left")
+            guarded = [
+                F.coalesce(F.col(n), F.raise_error(F.lit(_CHANGED_FILE)).cast("bigint")).alias(n)
+                for n in names
+            ]
+            kept = [F.col("`" + c.replace("`", "``") + "`") for c in data.columns]
+            joined = joined.select(*kept, *guarded)
+        return joined.drop(row_key, "__ducklake_match_key")
+
+
+def _sql_key(value: int | str | None) -> str:
+    """A key or value as a Spark SQL literal (bigint or string)."""
+    if value is None:
+        return "CAST(NULL AS BIGINT)"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"{int(value)}L"
+
+
+# Up to this many delete files, delete rows find their file by a CASE on its path.
+INLINE_FILES = 64
+# Up to this many data files find theirs by size through a constant table.
+HASHED_FILES = 128
+
+
+def perfect_modulus(sizes: Sequence[Any]) -> int | None:
+    """A small m giving every size its own `size % m` (a few thousand tries at most:
+    over 128 files rows are joined instead)."""
+    if not sizes or len(sizes) > HASHED_FILES:
+        return None
+    for m in range(len(sizes), len(sizes) + 4096):
+        if len({k % m for k in sizes}) == len(sizes):
+            return m
+    return None
+
+
+def hashed_index(row_key: str, sizes: Sequence[int], modulus: int) -> SparkColumn:
+    """Per row, 2 + the position of its file's size in `sizes`, or NULL for a size no
+    file has: one modulo and two constant-array reads per row, in the same few lines of
+    generated code for 4 files or 128 (a CASE per file grows past what the JIT compiles
+    and slows the whole stage down)."""
+    slots = [1] * modulus  # 1 points at the sentinel that no size equals
+    for i, k in enumerate(sizes, 2):
+        slots[k % modulus] = i
+    table = ", ".join(map(str, slots))
+    slot = f"element_at(array({table}), CAST(pmod({row_key}, {modulus}L) AS INT) + 1)"
+    known = f"array(-1L, {', '.join(_sql_key(k) for k in sizes)})"
+    return F.expr(f"CASE WHEN element_at({known}, {slot}) = {row_key} THEN {slot} END")
+
+
+_CHANGED_FILE = (
+    "a Parquet file's size differs from the size the DuckLake catalog records for it: "
+    "the file was changed outside the lake"
+)
+
+
+MATCH_BY_SIZE = True  # tests turn it off to run the URI and decoded-path matches
+
+
+def file_match(paths: Sequence[str], sizes: Sequence[int | None]) -> FileMatch:
+    if MATCH_BY_SIZE and all(s for s in sizes) and len(set(sizes)) == len(sizes):
+        return FileMatch(list(sizes), "bigint", F.col("_metadata.file_size"), True)
+    uris = [spark_uri(p) for p in paths]
+    if all(u is not None for u in uris):
+        return FileMatch(uris, "string", F.col("_metadata.file_path"), False)
+    return FileMatch(
+        [_norm(p) for p in paths], "string", local_path(F.col("_metadata.file_path")), False
+    )
+
+
+def with_position(df: DataFrame, match: FileMatch) -> DataFrame:
+    return df.select(
+        "*",
+        match.per_row.alias("__ducklake_path"),
+        F.col("_metadata.row_index").alias(POS_KEY),
+    )
