@@ -236,3 +236,24 @@ def test_the_graph_checks_would_catch_a_cycle_and_an_upward_import(tmp_path) -> 
         {f"{ROOT}.lake.store": {f"{ROOT}.lake.reader"}, f"{ROOT}.lake.errors": {f"{ROOT}.spark"}}
     )
     assert len(upward) == 2, upward
+
+
+def _sizes(folder: Path) -> tuple[dict[str, int], dict[str, int]]:
+    modules, functions = {}, {}
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text()
+        modules[path.name] = len(text.splitlines())
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                functions[f"{path.name}:{node.name}"] = node.end_lineno - node.lineno + 1
+    return modules, functions
+
+
+def test_lake_and_spark_modules_and_functions_stay_small() -> None:
+    """design.md: one job per module; no module over 600 lines, no function over 60."""
+    for folder in (PACKAGE / "lake", PACKAGE / "spark"):
+        modules, functions = _sizes(folder)
+        assert len(modules) >= 10 and len(functions) >= 100
+        assert {m: n for m, n in modules.items() if n > 600} == {}
+        assert {f: n for f, n in functions.items() if n > 60} == {}

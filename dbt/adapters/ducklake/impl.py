@@ -28,7 +28,7 @@ from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info, dbt_command
-from .lake import SETTABLE_OPTIONS, CatalogNotFoundError, qualified_name
+from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
 from .layout import Layout, layout_alters, model_layout
 from .relation import DucklakeRelation
 from .snapshots import consumed_snapshot, plan_changes_snapshot
@@ -354,10 +354,8 @@ class DucklakeAdapter(SQLAdapter):
         if isinstance(relation, str):
             schema_part, _, name_part = relation.rpartition(".")
             relation = self.Relation.create(schema=schema_part or None, identifier=name_part)
-        lake = self._handle().lake
-        schema, name = relation.schema or self.config.credentials.schema, relation.identifier
-        ids = lake.catalog().table_ids_ever(schema, name or "")
-        return lake.snapshots_touching(ids, [qualified_name(schema, name or "")])
+        schema = relation.schema or self.config.credentials.schema
+        return self._handle().lake.table_history(schema, relation.identifier or "")
 
     # -- commit info --------------------------------------------------------------------
     @available
@@ -405,6 +403,7 @@ class DucklakeAdapter(SQLAdapter):
         handle = self._handle()
         names = list(agate_table.column_names)
         types = [column_types[n] for n in names]
+        assert relation.schema is not None and relation.identifier is not None
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "seed.csv")
             agate_table.to_csv(path)
@@ -415,13 +414,9 @@ class DucklakeAdapter(SQLAdapter):
                     for i, (n, t) in enumerate(zip(names, types, strict=True))
                 ]
             )
-            view = f"__ducklake_seed_{abs(hash((relation.schema, relation.identifier)))}"
-            cast.createOrReplaceTempView(view)
-            create = f"CREATE OR REPLACE TABLE {relation} AS SELECT * FROM {view}"
-            if full_refresh:
-                create = f"BEGIN; DROP TABLE IF EXISTS {relation} CASCADE; {create}; COMMIT"
-            handle.sql.execute(create)
-            handle.spark.catalog.dropTempView(view)
+            handle.sql.replace_table(
+                relation.schema, relation.identifier, cast, drop_dependents=full_refresh
+            )
         return ""
 
     # -- docs ---------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import os
 from datetime import datetime
 from typing import Any
 
+from .changes_made import qualified_name
+from .models import Snapshot
 from .reader import CatalogReader
 from .store import Store
 from .transaction import Transaction
@@ -17,6 +19,13 @@ class Lake(Store):
 
     def catalog(self, at: int | datetime | None = None) -> CatalogReader:
         return CatalogReader(self, self.snapshot(at))
+
+    def table_history(self, schema: str, name: str) -> list[Snapshot]:
+        """Snapshots that changed the table or view `schema.name`, oldest first: under
+        every id the name had (a replaced table gets a new id), and by name (creations,
+        renames); the catalog filters them, so the cost follows the table's history."""
+        ids = self.catalog().table_ids_ever(schema, name)
+        return self.snapshots_touching(ids, [qualified_name(schema, name)])
 
     def transaction(
         self,

@@ -149,6 +149,27 @@ def file_facts(
         if any(nan_flags.values()):
             exact = _float_bounds(path, columns, [cid for cid, nan in nan_flags.items() if nan])
     leaves = _leaf_columns(columns)
+    stats = _footer_stats(meta, leaves)
+    for leaf in leaves:
+        entry = stats[leaf.column_id]
+        if entry.pop("incomplete", False):
+            entry["min"] = entry["max"] = None
+        if leaf.column_id in exact:
+            entry["min"], entry["max"] = exact[leaf.column_id]
+        if leaf.type in FLOAT_TYPES:
+            entry["nan"] = nan_flags.get(leaf.column_id, False)
+    return {
+        "path": stored_path,
+        "record_count": meta.num_rows,
+        "file_size": os.path.getsize(path),
+        "footer_size": meta.serialized_size,
+        "stats": json.dumps(stats),
+    }
+
+
+def _footer_stats(meta: pq.FileMetaData, leaves: Sequence[Column]) -> dict[int, dict[str, Any]]:
+    """Per leaf column id: counts, size and min/max merged over the row groups; a
+    group without statistics marks the column `incomplete` (its bounds are unknown)."""
     stats: dict[int, dict[str, Any]] = {}
     for leaf in leaves:
         stats[leaf.column_id] = {
@@ -178,21 +199,7 @@ def file_facts(
                 entry["max"] = merge_max(leaf.type, entry["max"], hi)
             else:
                 entry["incomplete"] = True
-    for leaf in leaves:
-        entry = stats[leaf.column_id]
-        if entry.pop("incomplete", False):
-            entry["min"] = entry["max"] = None
-        if leaf.column_id in exact:
-            entry["min"], entry["max"] = exact[leaf.column_id]
-        if leaf.type in FLOAT_TYPES:
-            entry["nan"] = nan_flags.get(leaf.column_id, False)
-    return {
-        "path": stored_path,
-        "record_count": meta.num_rows,
-        "file_size": os.path.getsize(path),
-        "footer_size": meta.serialized_size,
-        "stats": json.dumps(stats),
-    }
+    return stats
 
 
 def nan_from_footer(meta: pq.FileMetaData, columns: Sequence[Column]) -> dict[int, bool]:
@@ -231,7 +238,7 @@ def _float_bounds(
 
 def _contains_nan(table: pa.RecordBatch, leaf: Column, columns: Sequence[Column]) -> bool:
     """Exact NaN presence for a float leaf, nested ones included."""
-    by_id = {c.column_id: c for top in columns for c in _walk(top)}
+    by_id = {c.column_id: c for top in columns for c in top.walk()}
     chain = [leaf]
     while chain[-1].parent_id is not None:
         chain.append(by_id[chain[-1].parent_id])
@@ -245,12 +252,6 @@ def _contains_nan(table: pa.RecordBatch, leaf: Column, columns: Sequence[Column]
         elif parent.type == "map":
             array = array.keys if child.name == "key" else array.items
     return bool(pc.any(pc.is_nan(array)).as_py() or False)
-
-
-def _walk(col: Column) -> Iterator[Column]:
-    yield col
-    for c in col.children:
-        yield from _walk(c)
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,13 +10,14 @@ table's columns as of the end snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake import Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
+from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
 from .errors import ChangeFeedError
 from .scan import ScanMetrics, read_files, spark_rows, spark_schema
 from .scan_deletes import delete_positions
@@ -42,15 +43,8 @@ def table_changes(
     and "deletions" give the table's columns only — what DuckDB 1.5's extension returns,
     although DuckLake's documentation shows `snapshot_id, rowid` in front.
     """
-    if feed not in FEEDS:
-        raise ChangeFeedError(f"change feed {feed!r}: accepted {', '.join(FEEDS)}")
-    first = lake.snapshot(start).snapshot_id
-    cat = lake.catalog(end)
+    first, cat = _window(lake, schema, name, start, end, feed)
     last = cat.snapshot_id
-    if first > last:
-        raise ChangeFeedError(
-            f"table_{feed} of {schema}.{name}: start snapshot {first} is after end {last}"
-        )
     with cat.session():
         info = cat.table(schema, name)
         columns = cat.columns(info.table_id)
@@ -60,10 +54,7 @@ def table_changes(
         ids = {f.data_file_id for f in files}
         inlined_deletes = [d for d in cat.inlined_deletes(info.table_id) if d.data_file_id in ids]
     if metrics is not None:
-        window_rows = [r for r in inlined if r.begin_snapshot >= first or r.end_snapshot]
-        metrics.files_read = len(files)
-        metrics.inlined_rows = len(window_rows)
-        metrics.rows_read = sum(f.record_count for f in files) + len(window_rows)
+        _count_read(metrics, files, inlined, first)
     names = [c.name for c in columns]
     in_window = F.col("snapshot_id").between(first, last)
     inserted = [_inlined(spark, columns, [r for r in inlined if first <= r.begin_snapshot])]
@@ -82,19 +73,47 @@ def table_changes(
         inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
         gone = _deleted_positions(spark, files, delete_files, inlined_deletes, first, last)
         if gone is not None:
-            deleted.append(
-                rows.join(
-                    gone,
-                    (rows[FILE_ID_COL] == gone[DELETE_FILE_ID_COL])
-                    & (rows[POS_COL] == gone[DELETE_POS_COL]),
-                ).select(*_quoted(names), "rowid", F.col(DELETE_SNAPSHOT).alias("snapshot_id"))
-            )
+            deleted.append(_deleted_rows(rows, gone, names))
     ins = _union(inserted).where(in_window)
     dels = _union(deleted)
     if feed == "insertions":
         return ins.select(*_quoted(names))
     if feed == "deletions":
         return dels.select(*_quoted(names))
+    return _as_changes(ins, dels, names)
+
+
+def _window(
+    lake: Lake,
+    schema: str,
+    name: str,
+    start: int | datetime,
+    end: int | datetime | None,
+    feed: str,
+) -> tuple[int, CatalogReader]:
+    """The first snapshot of the window and the catalog at its last one, checked."""
+    if feed not in FEEDS:
+        raise ChangeFeedError(f"change feed {feed!r}: accepted {', '.join(FEEDS)}")
+    first = lake.snapshot(start).snapshot_id
+    cat = lake.catalog(end)
+    if first > cat.snapshot_id:
+        raise ChangeFeedError(
+            f"table_{feed} of {schema}.{name}: start snapshot {first} is after end "
+            f"{cat.snapshot_id}"
+        )
+    return first, cat
+
+
+def _deleted_rows(rows: DataFrame, gone: DataFrame, names: list[str]) -> DataFrame:
+    """The file rows at the deleted positions, stamped with the deleting snapshot."""
+    at = (rows[FILE_ID_COL] == gone[DELETE_FILE_ID_COL]) & (rows[POS_COL] == gone[DELETE_POS_COL])
+    stamped = F.col(DELETE_SNAPSHOT).alias("snapshot_id")
+    return rows.join(gone, at).select(*_quoted(names), "rowid", stamped)
+
+
+def _as_changes(ins: DataFrame, dels: DataFrame, names: list[str]) -> DataFrame:
+    """Inserted and deleted rows as one feed; a row id both deleted and inserted by one
+    snapshot is an update (its pre- and post-image)."""
     both = ins.withColumn("change_type", F.lit("insert")).unionByName(
         dels.withColumn("change_type", F.lit("delete"))
     )
@@ -105,6 +124,15 @@ def table_changes(
         .otherwise(F.col("change_type"))
     )
     return both.select("snapshot_id", "rowid", change_type.alias("change_type"), *_quoted(names))
+
+
+def _count_read(
+    metrics: ScanMetrics, files: Sequence[DataFile], inlined: Sequence[InlinedRow], first: int
+) -> None:
+    window_rows = [r for r in inlined if r.begin_snapshot >= first or r.end_snapshot]
+    metrics.files_read = len(files)
+    metrics.inlined_rows = len(window_rows)
+    metrics.rows_read = sum(f.record_count for f in files) + len(window_rows)
 
 
 def _quoted(names: list[str]) -> list[str]:

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from ..lake import ColumnSpec, Lake, Snapshot, Transaction, parse_type
 from .duckdb_views import duckdb_view_sql
-from .engine import CommitInfo, begin, finish
+from .engine import CommitInfo, in_transaction
 from .errors import DDLError
 from .view_types import Columns
 
@@ -47,10 +47,11 @@ def run_ddl(
 ) -> Snapshot | None:
     """Apply one DDL statement; `view_sql` is the Spark text of a CREATE VIEW's query,
     `view_reads` the column types of the relations it reads."""
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    _stage(tx, tree, default_schema, view_sql, view_reads)
-    return finish(tx, own)
+
+    def stage(tx: Transaction) -> None:
+        _stage(tx, tree, default_schema, view_sql, view_reads)
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def _schema_name(node: exp.Expression) -> str:
@@ -82,14 +83,7 @@ def _stage(
                 if_exists=bool(tree.args.get("exists")),
             )
     elif isinstance(tree, exp.Drop) and kind in ("TABLE", "VIEW"):
-        for t in tree.args.get("tables") or [tree.this]:
-            schema, name = _names(t, default_schema)
-            if tree.args.get("cascade"):
-                _drop_dependent_views(tx, schema, name)
-            if kind == "TABLE":
-                tx.drop_table(schema, name, if_exists=bool(tree.args.get("exists")))
-            else:
-                tx.drop_view(schema, name, if_exists=bool(tree.args.get("exists")))
+        _drop(tx, tree, kind, default_schema)
     elif isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None:
         if not isinstance(tree.this, exp.Schema):
             raise DDLError("CREATE TABLE on the lake needs a column list or AS <query>")
@@ -100,23 +94,7 @@ def _stage(
             return
         tx.create_table(schema, name, [column_spec(c) for c in tree.this.expressions])
     elif isinstance(tree, exp.Create) and kind == "VIEW":
-        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
-        schema, name = _names(target, default_schema)
-        query = tree.expression
-        if query is None:
-            raise DDLError(f"CREATE VIEW {schema}.{name} needs AS <query>")
-        aliases = (
-            [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else None
-        )
-        tx.create_view(
-            schema,
-            name,
-            duckdb_view_sql(query, view_reads, default_schema),
-            dialect="duckdb",
-            column_aliases=aliases,
-            or_replace=bool(tree.args.get("replace")),
-            spark_sql=view_sql,
-        )
+        _create_view(tx, tree, default_schema, view_sql, view_reads)
     elif isinstance(tree, exp.Alter):
         _alter(tx, tree, default_schema)
     elif isinstance(tree, exp.Comment):
@@ -127,7 +105,42 @@ def _stage(
         )
 
 
-def _drop_dependent_views(tx: Transaction, schema: str, name: str) -> None:
+def _drop(tx: Transaction, tree: exp.Drop, kind: str, default_schema: str) -> None:
+    for t in tree.args.get("tables") or [tree.this]:
+        schema, name = _names(t, default_schema)
+        if tree.args.get("cascade"):
+            drop_dependent_views(tx, schema, name)
+        if kind == "TABLE":
+            tx.drop_table(schema, name, if_exists=bool(tree.args.get("exists")))
+        else:
+            tx.drop_view(schema, name, if_exists=bool(tree.args.get("exists")))
+
+
+def _create_view(
+    tx: Transaction,
+    tree: exp.Create,
+    default_schema: str,
+    view_sql: str | None,
+    view_reads: Columns | None,
+) -> None:
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    schema, name = _names(target, default_schema)
+    query = tree.expression
+    if query is None:
+        raise DDLError(f"CREATE VIEW {schema}.{name} needs AS <query>")
+    aliases = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else None
+    tx.create_view(
+        schema,
+        name,
+        duckdb_view_sql(query, view_reads, default_schema),
+        dialect="duckdb",
+        column_aliases=aliases,
+        or_replace=bool(tree.args.get("replace")),
+        spark_sql=view_sql,
+    )
+
+
+def drop_dependent_views(tx: Transaction, schema: str, name: str) -> None:
     """DROP … CASCADE: DuckLake records no view dependencies, so the views reading the
     object (directly or through other views) are found by parsing their SQL, and
     dropped in the same snapshot."""

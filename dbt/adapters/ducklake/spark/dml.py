@@ -31,7 +31,7 @@ from .delete_task import (
     FileFacts,
     StageDeletesTask,
 )
-from .engine import CommitInfo, begin, finish, inlining_limit, stage_rows, write_options
+from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows, write_options
 from .errors import WriteError
 from .prune import Predicate
 from .remove_task import remove_path
@@ -98,13 +98,14 @@ def delete_where(
     tx: Transaction | None = None,
 ) -> Snapshot | None:
     """DELETE FROM schema.name WHERE condition (Spark SQL expression or Column)."""
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    table = tx.table(schema, name)
-    scan = ScanMetrics()
-    victims = target_rows(spark, lake, tx, schema, name, metrics=scan)
-    stage_deletes(spark, lake, tx, table, victims.where(_condition(condition)), scan.files)
-    return finish(tx, own)
+
+    def stage(tx: Transaction) -> None:
+        table = tx.table(schema, name)
+        scan = ScanMetrics()
+        victims = target_rows(spark, lake, tx, schema, name, metrics=scan)
+        stage_deletes(spark, lake, tx, table, victims.where(_condition(condition)), scan.files)
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def update_where(
@@ -119,39 +120,40 @@ def update_where(
     tx: Transaction | None = None,
 ) -> Snapshot | None:
     """UPDATE schema.name SET col = expr, ... WHERE condition, keeping row ids."""
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    table = tx.table(schema, name)
-    columns = table.column_list()
-    known = {c.name.lower(): c for c in columns}
-    for col in assignments:
-        if col.lower() not in known:
-            raise WriteError(
-                f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
-                f"{', '.join(c.name for c in columns)}"
+
+    def stage(tx: Transaction) -> None:
+        table = tx.table(schema, name)
+        columns = table.column_list()
+        known = {c.name.lower(): c for c in columns}
+        for col in assignments:
+            if col.lower() not in known:
+                raise WriteError(
+                    f"UPDATE {table.qualified_name}: no column {col!r}; columns are "
+                    f"{', '.join(c.name for c in columns)}"
+                )
+        scan = ScanMetrics()
+        matched = target_rows(spark, lake, tx, schema, name, metrics=scan)
+        matched = matched.where(_condition(condition))
+        matched = matched.persist()
+        try:
+            exprs = {
+                k.lower(): (F.expr(v) if isinstance(v, str) else v) for k, v in assignments.items()
+            }
+            new_rows = matched.select(
+                *[
+                    (exprs[c.name.lower()] if c.name.lower() in exprs else F.col(f"`{c.name}`"))
+                    .cast(spark_type(c))
+                    .alias(c.name)
+                    for c in columns
+                ],
+                F.col("rowid").alias("_ducklake_internal_row_id"),
             )
-    scan = ScanMetrics()
-    matched = target_rows(spark, lake, tx, schema, name, metrics=scan)
-    matched = matched.where(_condition(condition))
-    matched = matched.persist()
-    try:
-        exprs = {
-            k.lower(): (F.expr(v) if isinstance(v, str) else v) for k, v in assignments.items()
-        }
-        new_rows = matched.select(
-            *[
-                (exprs[c.name.lower()] if c.name.lower() in exprs else F.col(f"`{c.name}`"))
-                .cast(spark_type(c))
-                .alias(c.name)
-                for c in columns
-            ],
-            F.col("rowid").alias("_ducklake_internal_row_id"),
-        )
-        stage_deletes(spark, lake, tx, table, matched, scan.files)
-        stage_rows(lake, tx, table, new_rows, keep_row_ids=True, packed=True)
-        return finish(tx, own)
-    finally:
-        matched.unpersist()
+            stage_deletes(spark, lake, tx, table, matched, scan.files)
+            stage_rows(lake, tx, table, new_rows, keep_row_ids=True, packed=True)
+        finally:
+            matched.unpersist()
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def stage_deletes(
@@ -195,6 +197,13 @@ def stage_deletes(
         for r in written:  # never registered: nobody else knows them
             remove_path(table.root + r.path)
         raise on_repeat(twice[0])
+    return _stage_outcomes(tx, table, outcomes, by_file, written)
+
+
+def _stage_outcomes(
+    tx: Transaction, table: StagedTable, outcomes: list[Any], by_file: list[Any], written: list[Any]
+) -> int:
+    """Stage what the delete task did per file; the number of rows deleted."""
     inlined = sorted(i for r in outcomes if r.outcome == INLINED_ROWS for i in r.rowids)
     if inlined:
         tx.delete_inlined_rows(table, inlined)

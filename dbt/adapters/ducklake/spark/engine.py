@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -58,9 +58,20 @@ def begin(lake: Lake, commit: CommitInfo | None) -> Transaction:
     )
 
 
-def finish(tx: Transaction, own: bool) -> Snapshot | None:
-    """Commit a transaction the operation opened itself; a caller's stays open for more."""
-    return tx.commit() if own else None
+def in_transaction(
+    lake: Lake,
+    commit: CommitInfo | None,
+    tx: Transaction | None,
+    stage: Callable[[Transaction], object],
+) -> Snapshot | None:
+    """Stage one operation into the caller's transaction (the caller commits, so None),
+    or into a new one committed here as one snapshot."""
+    if tx is not None:
+        stage(tx)
+        return None
+    own = begin(lake, commit)
+    stage(own)
+    return own.commit()
 
 
 def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
@@ -219,26 +230,26 @@ def create_table_as(
     to them by position. Every operation here stages into `tx` when given (the caller
     commits), else commits its own snapshot.
     """
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    if columns is not None and len(columns) != len(df.columns):
-        raise WriteError(
-            f"CREATE TABLE {schema}.{name}: {len(columns)} columns declared, the query has "
-            f"{len(df.columns)}"
+
+    def stage(tx: Transaction) -> None:
+        if columns is not None and len(columns) != len(df.columns):
+            raise WriteError(
+                f"CREATE TABLE {schema}.{name}: {len(columns)} columns declared, the query has "
+                f"{len(df.columns)}"
+            )
+        if replace and tx.has_table(schema, name):
+            tx.drop_table(schema, name)
+        table = tx.create_table(
+            schema,
+            name,
+            list(columns) if columns is not None else [ducklake_spec(f) for f in df.schema.fields],
+            partition_by=partition_by,
+            sort_by=sort_by,
         )
-    if replace and tx.has_table(schema, name):
-        tx.drop_table(schema, name)
-    table = tx.create_table(
-        schema,
-        name,
-        list(columns) if columns is not None else [ducklake_spec(f) for f in df.schema.fields],
-        partition_by=partition_by,
-        sort_by=sort_by,
-    )
-    if columns is not None:
-        df = _positional(df, table.column_list())
-    stage_rows(lake, tx, table, df)
-    return finish(tx, own)
+        data = _positional(df, table.column_list()) if columns is not None else df
+        stage_rows(lake, tx, table, data)
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def insert_into(
@@ -257,21 +268,22 @@ def insert_into(
     `df` columns are matched to the table's by position, like SQL INSERT. With
     `partitions_only`, OVERWRITE replaces only the partitions the new data has.
     """
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    table = tx.table(schema, name)
-    names = [c.name for c in table.columns]
-    if len(df.columns) != len(names):
-        raise WriteError(
-            f"INSERT into {table.qualified_name}: the query has {len(df.columns)} columns, "
-            f"the table has {len(names)} ({', '.join(names)})"
-        )
-    df = _positional(df, [c.to_column() for c in table.columns])
-    before = len(tx.data_ops)
-    stage_rows(lake, tx, table, df)
-    if overwrite:
-        _overwrite(lake, tx, table, partitions_only, new_ops=tx.data_ops[before:])
-    return finish(tx, own)
+
+    def stage(tx: Transaction) -> None:
+        table = tx.table(schema, name)
+        names = [c.name for c in table.columns]
+        if len(df.columns) != len(names):
+            raise WriteError(
+                f"INSERT into {table.qualified_name}: the query has {len(df.columns)} columns, "
+                f"the table has {len(names)} ({', '.join(names)})"
+            )
+        data = _positional(df, [c.to_column() for c in table.columns])
+        before = len(tx.data_ops)
+        stage_rows(lake, tx, table, data)
+        if overwrite:
+            _overwrite(lake, tx, table, partitions_only, new_ops=tx.data_ops[before:])
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def _positional(df: DataFrame, target: list[Column]) -> DataFrame:

@@ -23,9 +23,11 @@ from pyspark.sql import types as T
 
 from ..lake import (
     CatalogReader,
+    Column,
     DataFileSpec,
     FileGroup,
     Flush,
+    InlinedRow,
     Lake,
     Snapshot,
     StagedTable,
@@ -190,32 +192,7 @@ def _flush_table(
     compression = write_options(lake, staged).compression
     flush = Flush(row_ids=[r.row_id for r in inlined])
     if inlined:
-        values = [
-            (*[r.values[c.column_id] for c in columns], r.row_id, r.begin_snapshot) for r in inlined
-        ]
-        schema = spark_schema(list(columns))
-        schema = schema.add("_ducklake_internal_row_id", T.LongType())
-        schema = schema.add("_ducklake_internal_snapshot_id", T.LongType())
-        data = spark.createDataFrame(spark_rows(values, columns), schema).coalesce(1)
-        first = min(r.begin_snapshot for r in inlined)
-        last = max(r.begin_snapshot for r in inlined)
-        specs = [
-            replace(s, ids_in_file=True, begin_snapshot=first, partial_max=last)
-            for s in _write(lake, staged, data, snapshot_ids=True)
-        ]
-        flush.files.extend(specs)
-        # an UPDATE leaves two versions of a row id: the ended one is (id, its begin)
-        ended = {
-            (r.row_id, r.begin_snapshot): r.end_snapshot
-            for r in inlined
-            if r.end_snapshot is not None
-        }
-        if ended:
-            paths = [staged.root + s.path for s in specs]
-            for index, (path, stamps) in enumerate(_positions(spark, paths, ended)):
-                target = DeleteTarget(staged.root, path, None, None)
-                facts = write_delete_file(target, list(stamps), 0, compression, stamps)
-                flush.new_file_deletes.append((index, delete_file_spec(-1, facts)))
+        _flush_rows(spark, lake, staged, columns, inlined, compression, flush)
     by_file: dict[int, dict[int, int]] = {}
     for d in file_deletes:
         by_file.setdefault(d.data_file_id, {})[d.position] = d.begin_snapshot
@@ -240,6 +217,43 @@ def _flush_table(
         len(file_deletes),
     )
     return len(inlined)
+
+
+def _flush_rows(
+    spark: SparkSession,
+    lake: Lake,
+    staged: StagedTable,
+    columns: Sequence[Column],
+    inlined: Sequence[InlinedRow],
+    compression: str,
+    flush: Flush,
+) -> None:
+    """Write the inlined rows (ended ones too) to a file that keeps their row ids and
+    snapshots; rows that had ended get a delete file stamped with their end."""
+    values = [
+        (*[r.values[c.column_id] for c in columns], r.row_id, r.begin_snapshot) for r in inlined
+    ]
+    schema = spark_schema(list(columns))
+    schema = schema.add("_ducklake_internal_row_id", T.LongType())
+    schema = schema.add("_ducklake_internal_snapshot_id", T.LongType())
+    data = spark.createDataFrame(spark_rows(values, columns), schema).coalesce(1)
+    first = min(r.begin_snapshot for r in inlined)
+    last = max(r.begin_snapshot for r in inlined)
+    specs = [
+        replace(s, ids_in_file=True, begin_snapshot=first, partial_max=last)
+        for s in _write(lake, staged, data, snapshot_ids=True)
+    ]
+    flush.files.extend(specs)
+    # an UPDATE leaves two versions of a row id: the ended one is (id, its begin)
+    ended = {
+        (r.row_id, r.begin_snapshot): r.end_snapshot for r in inlined if r.end_snapshot is not None
+    }
+    if ended:
+        paths = [staged.root + s.path for s in specs]
+        for index, (path, stamps) in enumerate(_positions(spark, paths, ended)):
+            target = DeleteTarget(staged.root, path, None, None)
+            facts = write_delete_file(target, list(stamps), 0, compression, stamps)
+            flush.new_file_deletes.append((index, delete_file_spec(-1, facts)))
 
 
 def _positions(

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from ..lake import Column, Lake, Snapshot, Transaction
 from .dml import stage_deletes, target_rows
-from .engine import CommitInfo, begin, finish, stage_rows
+from .engine import CommitInfo, in_transaction, stage_rows
 from .errors import MergeError
 from .prune import Predicate
 from .scan import ScanMetrics
@@ -70,19 +70,19 @@ def merge_into(
     tx: Transaction | None = None,
 ) -> Snapshot | None:
     """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
-    own = tx is None
-    tx = tx or begin(lake, commit)
-    # the source is read up to three times (key range, semi join, outer join): a query
-    # that reads files or shuffles (a dbt model's, usually) is computed once and kept
-    src = source.withColumn("__ducklake_s", F.lit(True))
-    if _costly(src):
-        src = src.persist()
-    try:
-        return _merge(
-            spark, lake, tx, own, (schema, name), src, on, clauses, target_alias, source_alias
-        )
-    finally:
-        src.unpersist()
+
+    def stage(tx: Transaction) -> None:
+        # the source is read up to three times (key range, semi join, outer join): a query
+        # that reads files or shuffles (a dbt model's, usually) is computed once and kept
+        src = source.withColumn("__ducklake_s", F.lit(True))
+        if _costly(src):
+            src = src.persist()
+        try:
+            _merge(spark, lake, tx, (schema, name), src, on, clauses, target_alias, source_alias)
+        finally:
+            src.unpersist()
+
+    return in_transaction(lake, commit, tx, stage)
 
 
 def _costly(df: DataFrame) -> bool:
@@ -99,50 +99,24 @@ def _merge(
     spark: SparkSession,
     lake: Lake,
     tx: Transaction,
-    own: bool,
     qualified: tuple[str, str],
     src: DataFrame,
     on: str,
     clauses: Sequence[When],
     target_alias: str,
     source_alias: str,
-) -> Snapshot | None:
+) -> None:
     schema, name = qualified
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
-    by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
-    predicates = _key_ranges(src, on, target_alias, source_alias, columns) if by_source_only else []
     scan = ScanMetrics()
-    target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
-    # the scan reads only the target columns the statement can use: the ON keys and the
-    # values updates keep (a dbt merge that sets every column reads just the keys)
-    kept = _target_columns_used(on, clauses, columns, source_alias)
-    target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
-    if by_source_only:
-        # only target rows some source row matches can change: a semi join finds them in
-        # one pass (the small source is the build side), so the outer join below and
-        # the persisted result hold changed rows, not the table
-        target = _matching(spark, target, src, on, target_alias, source_alias)
-    target = target.withColumn("__ducklake_t", F.lit(True))
+    target = _target(
+        spark, lake, tx, qualified, src, on, clauses, (target_alias, source_alias), scan
+    )
     joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
-    t_in = F.col("__ducklake_t").isNotNull()
-    s_in = F.col("__ducklake_s").isNotNull()
-    state = (
-        F.when(t_in & s_in, F.lit("matched"))
-        .when(s_in, F.lit("not_matched"))
-        .otherwise(F.lit("not_matched_by_source"))
-    )
-    choice: SparkColumn = F.lit(None).cast("int")
-    for i in reversed(range(len(clauses))):
-        c = clauses[i]
-        hit = (state == F.lit(c.kind)) & (F.expr(c.condition) if c.condition else F.lit(True))
-        choice = F.when(hit, F.lit(i)).otherwise(choice)
-    decided = (
-        joined.withColumn("__ducklake_clause", choice)
-        .where(F.col("__ducklake_clause").isNotNull())
-        .persist()
-    )
+    decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
+    decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
     try:
         removed = [i for i, c in enumerate(clauses) if c.kind != "not_matched"]
         victims = decided.where(F.col("__ducklake_clause").isin(removed)).select(
@@ -178,9 +152,55 @@ def _merge(
                 )
             )
             stage_rows(lake, tx, table, new, write_first=True, packed=True)
-        return finish(tx, own)
     finally:
         decided.unpersist()
+
+
+def _target(
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    qualified: tuple[str, str],
+    src: DataFrame,
+    on: str,
+    clauses: Sequence[When],
+    aliases: tuple[str, str],
+    scan: ScanMetrics,
+) -> DataFrame:
+    """The target rows the MERGE can change, with their lineage (`rowid`, file, pos)."""
+    schema, name = qualified
+    target_alias, source_alias = aliases
+    columns = tx.table(schema, name).column_list()
+    by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
+    predicates = _key_ranges(src, on, target_alias, source_alias, columns) if by_source_only else []
+    target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
+    # the scan reads only the target columns the statement can use: the ON keys and the
+    # values updates keep (a dbt merge that sets every column reads just the keys)
+    kept = _target_columns_used(on, clauses, columns, source_alias)
+    target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
+    if by_source_only:
+        # only target rows some source row matches can change: a semi join finds them in
+        # one pass (the small source is the build side), so the outer join below and
+        # the persisted result hold changed rows, not the table
+        target = _matching(spark, target, src, on, target_alias, source_alias)
+    return target.withColumn("__ducklake_t", F.lit(True))
+
+
+def _first_clause(clauses: Sequence[When]) -> SparkColumn:
+    """Per joined row, the index of the first WHEN clause that applies (NULL: none)."""
+    t_in = F.col("__ducklake_t").isNotNull()
+    s_in = F.col("__ducklake_s").isNotNull()
+    state = (
+        F.when(t_in & s_in, F.lit("matched"))
+        .when(s_in, F.lit("not_matched"))
+        .otherwise(F.lit("not_matched_by_source"))
+    )
+    choice: SparkColumn = F.lit(None).cast("int")
+    for i in reversed(range(len(clauses))):
+        c = clauses[i]
+        hit = (state == F.lit(c.kind)) & (F.expr(c.condition) if c.condition else F.lit(True))
+        choice = F.when(hit, F.lit(i)).otherwise(choice)
+    return choice
 
 
 def _matching(

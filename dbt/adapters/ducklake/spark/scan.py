@@ -132,26 +132,14 @@ def _plan(
     partition: Any,
 ) -> DataFrame:
     snap = cat.snapshot_id
-    metrics = metrics if metrics is not None else ScanMetrics()
-    metrics.files_total = len(files)
     kept = [
         f
         for f in files
         if may_match(f, columns, file_stats.get(f.data_file_id), partition, predicates)
     ]
-    metrics.files_read = len(kept)
-    metrics.files = kept
-    metrics.inlined_rows = len(inlined)
-    metrics.rows_read = sum(f.record_count for f in kept) + len(inlined)
-    if predicates:
-        metrics.pruned_by = [str(p) for p in predicates]
-        log.info(
-            "scan at snapshot %s: %s of %s data files pruned by %s",
-            snap,
-            len(files) - len(kept),
-            len(files),
-            ", ".join(metrics.pruned_by),
-        )
+    _count_scan(
+        metrics if metrics is not None else ScanMetrics(), snap, files, kept, inlined, predicates
+    )
     out_schema = spark_schema(list(columns))
     if lineage:
         out_schema = out_schema.add("rowid", T.LongType()).add("snapshot_id", T.LongType())
@@ -178,6 +166,30 @@ def _plan(
     for extra in parts[1:]:
         result = result.unionByName(extra)
     return result
+
+
+def _count_scan(
+    metrics: ScanMetrics,
+    snap: int,
+    files: Sequence[DataFile],
+    kept: list[DataFile],
+    inlined: Sequence[Any],
+    predicates: Sequence[Predicate],
+) -> None:
+    metrics.files_total = len(files)
+    metrics.files_read = len(kept)
+    metrics.files = kept
+    metrics.inlined_rows = len(inlined)
+    metrics.rows_read = sum(f.record_count for f in kept) + len(inlined)
+    if predicates:
+        metrics.pruned_by = [str(p) for p in predicates]
+        log.info(
+            "scan at snapshot %s: %s of %s data files pruned by %s",
+            snap,
+            len(files) - len(kept),
+            len(files),
+            ", ".join(metrics.pruned_by),
+        )
 
 
 _AS_TEXT = ("uuid", "time", "timetz", "interval")
@@ -323,19 +335,7 @@ def _read_per_file(
         "__ducklake_begin": [f.begin_snapshot for f in files],
         "__ducklake_off": [offsets[f.data_file_id] for f in files],
     }
-    by_id = [f.path for f in files if f.mapping_id is None]
-    mapped: dict[int, list[str]] = {}
-    for f in files:
-        if f.mapping_id is not None:
-            mapped.setdefault(f.mapping_id, []).append(f.path)
-    raw: DataFrame | None = None
-    if by_id:
-        raw = with_position(read_parquet(spark, read_schema, by_id), match)
-    mappings = cat.name_mappings(mapped) if mapped else {}
-    for mapping_id, paths in mapped.items():
-        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
-        raw = part if raw is None else raw.unionByName(part)
-    assert raw is not None
+    raw = _read_raw(spark, cat, columns, files, read_schema, match)
     data = match.attach(spark, raw, "__ducklake_path", file_info)
     if defaults:
         data = _apply_defaults(data, files, file_stats, defaults)
@@ -349,6 +349,36 @@ def _read_per_file(
     if deletes is not None:
         deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
         data = drop_deleted(data, deletes, masks=use_masks(deleted + len(inlined_deletes)))
+    return data.select(*_output_columns(columns, lineage, positions))
+
+
+def _read_raw(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    read_schema: T.StructType,
+    match: FileMatch,
+) -> DataFrame:
+    """One scan over the files with field ids, plus one per name mapping (files
+    written without ids), each row with its position in its file."""
+    by_id = [f.path for f in files if f.mapping_id is None]
+    mapped: dict[int, list[str]] = {}
+    for f in files:
+        if f.mapping_id is not None:
+            mapped.setdefault(f.mapping_id, []).append(f.path)
+    raw: DataFrame | None = None
+    if by_id:
+        raw = with_position(read_parquet(spark, read_schema, by_id), match)
+    mappings = cat.name_mappings(mapped) if mapped else {}
+    for mapping_id, paths in mapped.items():
+        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
+        raw = part if raw is None else raw.unionByName(part)
+    assert raw is not None
+    return raw
+
+
+def _output_columns(columns: Sequence[Column], lineage: bool, positions: bool) -> list[SparkColumn]:
     select = [_logical(c) for c in columns]
     if lineage:
         select.append(
@@ -361,7 +391,7 @@ def _read_per_file(
         )
     if positions:
         select += [F.col("__ducklake_fid").alias(FILE_ID_COL), F.col(POS_KEY).alias(POS_COL)]
-    return data.select(*select)
+    return select
 
 
 def _read_mapped(

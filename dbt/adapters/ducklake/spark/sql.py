@@ -24,9 +24,9 @@ from .catalog_queries import (
     catalog_statement,
     is_catalog_statement,
 )
-from .ddl import column_spec, run_ddl
+from .ddl import column_spec, drop_dependent_views, run_ddl
 from .dml import delete_where, update_where
-from .engine import CommitInfo, begin, create_table_as, insert_into
+from .engine import CommitInfo, begin, create_table_as, in_transaction, insert_into
 from .errors import (
     CallError,
     DDLError,
@@ -96,6 +96,20 @@ class LakeSQL:
     @property
     def _tx(self) -> Transaction | None:
         return self.block.tx
+
+    def replace_table(
+        self, schema: str, name: str, df: DataFrame, *, drop_dependents: bool = False
+    ) -> Snapshot | None:
+        """CREATE OR REPLACE TABLE schema.name from `df` (in the open block, if any). With
+        `drop_dependents` the views reading the old table are dropped in the same
+        snapshot, as DROP … CASCADE does."""
+
+        def stage(tx: Transaction) -> None:
+            if drop_dependents and tx.has_table(schema, name):
+                drop_dependent_views(tx, schema, name)
+            create_table_as(self.lake, schema, name, df, replace=True, tx=tx)
+
+        return in_transaction(self.lake, self.commit, self._tx, stage)
 
     # -- queries ---------------------------------------------------------------------
     def query(self, text: str) -> DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -39,7 +39,7 @@ def partition_plan(
     table: StagedTable, partition: Sequence[tuple[int, str]] | None
 ) -> list[tuple[str, Column, str]]:
     """(directory key, source column, transform) per partition field."""
-    flat = {c.column_id: c for top in table.column_list() for c in _walk(top)}
+    flat = {c.column_id: c for top in table.column_list() for c in top.walk()}
     plan = []
     seen: set[str] = set()
     for column_id, transform in partition or []:
@@ -50,12 +50,6 @@ def partition_plan(
         seen.add(key)
         plan.append((key, col, transform))
     return plan
-
-
-def _walk(col: Column) -> Iterator[Column]:
-    yield col
-    for c in col.children:
-        yield from _walk(c)
 
 
 def _partition_expr(col: Column, transform: str) -> SparkColumn:
