@@ -11,6 +11,8 @@ import json
 import logging
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -103,3 +105,23 @@ def watch_pruning() -> PruneLog:
     engine_log.addHandler(handler)
     engine_log.setLevel(logging.INFO)
     return handler
+
+
+def run_dbt(root: str, target: str, args: list[str]) -> float:
+    """Wall time of one dbt invocation on the project in `root`, in a fresh process as a
+    user runs it (JVM start included); a failure prints dbt's output and exits."""
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    command = [dbt, *args, "--profiles-dir", root, "--project-dir", root, "--target", target]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command,
+        cwd=root,  # dbt-spark's session keeps its Derby metastore in the working directory
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
+        raise SystemExit(f"dbt {' '.join(args)} --target {target} failed")
+    return elapsed

@@ -18,14 +18,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import record
+from bench.common import record, run_dbt
 
 SPARK_CONF = {
     "spark.master": "local[2]",
@@ -74,19 +72,7 @@ def write_project(root: str, rows: int) -> None:
 def dbt_run(root: str, target: str) -> tuple[float, float]:
     """Wall time of one `dbt run`, and the median time dbt reports for the one-row models
     (what each node costs beyond its trivial query)."""
-    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
-    start = time.perf_counter()
-    done = subprocess.run(
-        [dbt, "run", "--profiles-dir", root, "--project-dir", root, "--target", target],
-        cwd=root,  # dbt-spark's session keeps its Derby metastore in the working directory
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-    )
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
-        raise SystemExit(f"dbt run --target {target} failed")
+    elapsed = run_dbt(root, target, ["run"])
     with open(os.path.join(root, "target", "run_results.json"), encoding="utf-8") as f:
         results = json.load(f)["results"]
     one_row = [

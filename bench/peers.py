@@ -1,0 +1,257 @@
+"""Benchmark: ours against Delta Lake and Apache Iceberg on one Spark, in one run.
+
+The same data (`id bigint, s string, n int, d double, dt date`, as engine_paths.py) and
+the same statements for each system, in one SparkSession:
+- write: N rows into a new table;
+- scan: `select n, count(*), sum(d) group by n` over it;
+- MERGE of 1% of the rows (half updates of existing ids, half inserts of new ones),
+  the updated ids spread over the table, then packed at its start (inside one file);
+- DELETE of 1% of the rows, spread (`id % 100 = 3`).
+Delta runs with deletion vectors on; Iceberg with format version 2 and merge-on-read
+for delete, update and merge. Every MERGE and DELETE starts from a freshly written
+table (not timed). Rounds rotate the systems' order; each figure is the median of
+`--repeat` rounds after one warm-up round. Bytes are the data bytes an operation adds
+to the table's folder (Parquet files, deletion vectors, delete files; never the logs or
+manifests). After each operation the three tables must aggregate to the same rows.
+
+Delta 4.4 and Iceberg 1.12 support Spark 4.1 at the newest, so `./dev bench --peers`
+runs this in `.venv-peers`, with pyspark 4.1 for all three systems; the jars come from
+`./dev jars` (set `peers`).
+
+    ./dev bench --peers                    # 10,000,000 rows, 3 rounds
+    .venv-peers/bin/python bench/peers.py --rows 1000000 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pyspark.sql import DataFrame, SparkSession
+
+from bench.common import interleaved, record
+from bench.engine_paths import aggregate, source
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.engine import create_table_as
+from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
+from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+MERGE = (
+    "MERGE INTO {t} AS t USING changes AS s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET s = s.s, n = s.n WHEN NOT MATCHED THEN INSERT *"
+)
+DELETE = "DELETE FROM {t} WHERE id % 100 = 3"
+DATA_SUFFIXES = (".parquet", ".bin", ".puffin")
+SYSTEMS = ("ours", "delta", "iceberg")
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def peer_session(jars_dir: str, warehouse: str) -> SparkSession:
+    jars = sorted(glob.glob(os.path.join(jars_dir, "*.jar")))
+    if not jars:
+        raise SystemExit(f"no jars in {jars_dir}: run ./dev jars first")
+    spark = get_session(
+        SessionConfig(
+            master="local[2]",
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "4",
+                "spark.jars": ",".join(jars),
+                "spark.sql.extensions": (
+                    "io.delta.sql.DeltaSparkSessionExtension,"
+                    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+                ),
+                "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+                "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
+                "spark.sql.catalog.ice.type": "hadoop",
+                "spark.sql.catalog.ice.warehouse": warehouse,
+                # both peers on by default where they are not already
+                "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+            },
+        )
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def data_bytes(folder: str) -> int:
+    return sum(
+        os.path.getsize(os.path.join(d, f))
+        for d, _, files in os.walk(folder)
+        for f in files
+        if f.endswith(DATA_SUFFIXES)
+    )
+
+
+class Systems:
+    """The three tables of one name, written, read, merged and deleted from alike."""
+
+    def __init__(self, spark: SparkSession, root: str):
+        self.spark = spark
+        self.root = root
+        self.lake = Lake.open(f"sqlite:///{root}/meta.sqlite", data_path=f"{root}/data")
+        self.sql = LakeSQL(spark, self.lake)
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+
+    def folder(self, system: str, name: str) -> str:
+        return {
+            "ours": f"{self.root}/data/main/{name}",
+            "delta": f"{self.root}/delta/{name}",
+            "iceberg": f"{self.root}/ice/db/{name}",
+        }[system]
+
+    def target(self, system: str, name: str) -> str:
+        return {
+            "ours": f"main.{name}",
+            "delta": f"delta.`{self.folder('delta', name)}`",
+            "iceberg": f"ice.db.{name}",
+        }[system]
+
+    def write(self, system: str, name: str, df: DataFrame) -> None:
+        self.drop(system, name)
+        if system == "ours":
+            create_table_as(self.lake, "main", name, df)
+        elif system == "delta":
+            df.write.format("delta").save(self.folder("delta", name))
+        else:
+            df.writeTo(self.target("iceberg", name)).using("iceberg").tableProperty(
+                "format-version", "2"
+            ).tableProperty("write.delete.mode", "merge-on-read").tableProperty(
+                "write.update.mode", "merge-on-read"
+            ).tableProperty("write.merge.mode", "merge-on-read").create()
+
+    def drop(self, system: str, name: str) -> None:
+        if system == "ours":
+            self.sql.execute(f"DROP TABLE IF EXISTS main.{name}")
+        elif system == "iceberg":
+            self.spark.sql(f"DROP TABLE IF EXISTS ice.db.{name} PURGE")
+        shutil.rmtree(self.folder(system, name), ignore_errors=True)
+
+    def read(self, system: str, name: str) -> DataFrame:
+        if system == "ours":
+            return scan_table(self.spark, self.lake, "main", name)
+        if system == "delta":
+            return self.spark.read.format("delta").load(self.folder("delta", name))
+        return self.spark.table(self.target("iceberg", name))
+
+    def run(self, system: str, statement: str, name: str) -> None:
+        text = statement.format(t=self.target(system, name))
+        if system == "ours":
+            self.sql.execute(text)
+        else:
+            self.spark.sql(text)
+
+
+def changes(spark: SparkSession, rows: int, clustered: bool) -> None:
+    """1% of the table: half updates of existing ids (spread, or the first ids), half
+    inserts of ids past the end."""
+    half = rows // 200
+    step = 1 if clustered else rows // half
+    spark.sql(
+        f"SELECT id * {step} AS id, 'changed' AS s, -1 AS n, 0.5D AS d, DATE'2021-01-01' AS dt "
+        f"FROM range({half}) UNION ALL "
+        f"SELECT {rows} + id, 'new', 1, 0.25D, DATE'2021-01-02' FROM range({half})"
+    ).createOrReplaceTempView("changes")
+
+
+def measure(
+    systems: Systems,
+    repeat: int,
+    setup: Callable[[str], None],
+    action: Callable[[str], None],
+    check: Callable[[str], object],
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Median time and the data bytes `action` adds, per system; `setup` is not timed.
+    The systems take turns, in a rotated order each round; round 0 is a warm-up."""
+    samples: dict[str, list[float]] = {s: [] for s in SYSTEMS}
+    added: dict[str, int] = {}
+    for round_ in range(repeat + 1):
+        shift = round_ % len(SYSTEMS)
+        for system in SYSTEMS[shift:] + SYSTEMS[:shift]:
+            setup(system)
+            before = data_bytes(systems.folder(system, "t"))
+            start = time.perf_counter()
+            action(system)
+            elapsed = time.perf_counter() - start
+            added[system] = data_bytes(systems.folder(system, "t")) - before
+            if round_:
+                samples[system].append(elapsed)
+    results = {s: check(s) for s in SYSTEMS}
+    if len({repr(r) for r in results.values()}) != 1:
+        raise SystemExit(f"the systems disagree after the operation: {results}")
+    return {s: statistics.median(v) for s, v in samples.items()}, added
+
+
+def report(figure: str, times: dict[str, float], added: dict[str, int] | None) -> None:
+    ours = times["ours"]
+    for peer in ("delta", "iceberg"):
+        time_ratio = ours / times[peer]
+        line = (
+            f"{figure:<22} ours {ours:7.2f} s  {peer:<7} {times[peer]:7.2f} s  {time_ratio:5.2f}x"
+        )
+        record("peers", f"{figure}: time vs {peer}", time_ratio, "x", "<= 1.0")
+        if added is not None and added[peer]:
+            bytes_ratio = added["ours"] / added[peer]
+            line += (
+                f"   data written {added['ours'] / 1e6:7.1f} MB vs {added[peer] / 1e6:7.1f} MB"
+                f" {bytes_ratio:5.2f}x"
+            )
+            record("peers", f"{figure}: bytes vs {peer}", bytes_ratio, "x", "<= 1.0")
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--jars", default=os.path.join(os.environ.get("DUCKLAKE_JARS", ".jars"), "peers")
+    )
+    args = parser.parse_args()
+    root = tempfile.mkdtemp(prefix="bench-peers-")
+    try:
+        spark = peer_session(args.jars, f"{root}/ice")
+        systems = Systems(spark, root)
+        df = source(spark, args.rows, args.partitions).cache()
+        df.count()
+        print(f"rows={args.rows} partitions={args.partitions} repeat={args.repeat}")
+        print(f"spark={spark.version} jars={args.jars}")
+
+        def fresh(system: str) -> None:
+            systems.write(system, "t", df)
+
+        def result(system: str) -> object:
+            return aggregate(systems.read(system, "t"))
+
+        times, added = measure(systems, args.repeat, lambda s: systems.drop(s, "t"), fresh, result)
+        report("write", times, added)
+        scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, args.repeat)
+        report("scan (group by)", scans, None)
+        for clustered in (False, True):
+            changes(spark, args.rows, clustered)
+            label = "MERGE 1% " + ("clustered" if clustered else "spread")
+            times, added = measure(
+                systems, args.repeat, fresh, lambda s: systems.run(s, MERGE, "t"), result
+            )
+            report(label, times, added)
+        times, added = measure(
+            systems, args.repeat, fresh, lambda s: systems.run(s, DELETE, "t"), result
+        )
+        report("DELETE 1% spread", times, added)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
