@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
@@ -104,6 +104,10 @@ def test_lake_on_s3_reads_the_same_in_duckdb(
     staged = f"{data_path}main/t/ducklake-write-{uuid.uuid4()}/part-00000.parquet"
     for path in (orphan, staged):
         lake.files.write_table(pa.table({"a": [1]}), path)
+    # S3's LastModified is their age: fresh files stay unless everything goes
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    assert mt.delete_orphaned_files(spark, lake, older_than=hour_ago) == []
+    assert lake.files.exists(orphan) and lake.files.exists(staged)
     deleted = mt.delete_orphaned_files(spark, lake, cleanup_all=True)
     assert sorted(deleted) == sorted([orphan, staged])
     assert _stored(lake) == _live_files(lake)
@@ -172,7 +176,7 @@ def test_file_operations_on_s3_match_a_local_disk(spark, s3_server: S3Server, tm
             "partial": {k: v for k, v in partial.items() if k not in facts_of},
             "deleted rows": [{**r, "file_path": r["file_path"][len(root) :]} for r in deleted_rows],
             "modified": isinstance(before, datetime) and before.tzinfo is not None,
-            "listing": [(named(p), d) for p, d in listing],
+            "listing": sorted((named(p), d) for p, d in listing),
             "names": names,
             "removed": removed,
             "gone": gone,
