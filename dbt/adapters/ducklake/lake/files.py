@@ -94,10 +94,10 @@ class S3Settings:
         return (self.url_style or ("path" if self.endpoint else "vhost")) == "path"
 
     def filesystem(self) -> pafs.S3FileSystem:
-        options: dict[str, Any] = {
-            "region": self.region or "us-east-1",
-            "force_virtual_addressing": not self.path_style,
-        }
+        # no region: the AWS SDK's own lookup (environment, config file, us-east-1)
+        options: dict[str, Any] = {"force_virtual_addressing": not self.path_style}
+        if self.region:
+            options["region"] = self.region
         if self.host:
             options["endpoint_override"] = self.host
             options["scheme"] = "https" if self.use_ssl else "http"

@@ -74,10 +74,9 @@ def apply_s3(spark: SparkSession, settings: S3Settings) -> None:
     is never on a spark-submit command line. A Spark Connect client cannot reach the
     server's Hadoop configuration: the server needs the S3A settings and jars itself.
     """
-    jsc = getattr(spark, "_jsc", None)
-    if jsc is None:
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
         log.info("Spark Connect: the server's own S3A settings apply")
         return
-    hadoop = jsc.hadoopConfiguration()
+    hadoop = spark._jsc.hadoopConfiguration()
     for key, value in hadoop_s3_conf(settings).items():
         hadoop.set(key, value)
