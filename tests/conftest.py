@@ -73,18 +73,96 @@ def spark():  # type: ignore[no-untyped-def]
 
     time.tzset()
     from dbt.adapters.ducklake.spark.session import SessionConfig, get_session, stop_session
+    from dbt.adapters.ducklake.spark.storage import s3_jars, with_s3_jars
 
-    session = get_session(
-        SessionConfig(
-            master="local[2]",
-            conf={
-                "spark.sql.shuffle.partitions": "2",
-                "spark.default.parallelism": "2",
-                "spark.ui.enabled": "false",
-                "spark.driver.memory": "2g",
-            },
-        )
-    )
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": "2g",
+    }
+    # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches them
+    session = get_session(SessionConfig(master="local[2]", conf=with_s3_jars(conf, s3_jars())))
     session.sparkContext.setLogLevel("ERROR")
     yield session
     stop_session()
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """moto's S3 server on loopback: what a profile and DuckDB need to reach it."""
+
+    port: int
+    access_key_id: str = "ducklake-test-key"
+    secret_access_key: str = "ducklake-Test-S3cret-9f2c"
+    region: str = "us-east-1"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def settings(self):  # type: ignore[no-untyped-def]
+        from dbt.adapters.ducklake.lake import S3Settings
+
+        return S3Settings(
+            endpoint=self.endpoint,
+            region=self.region,
+            access_key_id=self.access_key_id,
+            secret_access_key=self.secret_access_key,
+            url_style="path",
+        )
+
+    def new_bucket(self) -> str:
+        """A fresh bucket, so tests never see each other's files."""
+        import pyarrow.fs as pafs
+
+        name = "lake-" + uuid.uuid4().hex[:12]
+        pafs.S3FileSystem(
+            access_key=self.access_key_id,
+            secret_key=self.secret_access_key,
+            region=self.region,
+            endpoint_override=f"127.0.0.1:{self.port}",
+            scheme="http",
+            allow_bucket_creation=True,
+        ).create_dir(name)
+        return name
+
+    def duckdb_secret(self) -> str:
+        return (
+            f"CREATE SECRET (TYPE s3, KEY_ID '{self.access_key_id}', "
+            f"SECRET '{self.secret_access_key}', ENDPOINT '127.0.0.1:{self.port}', "
+            f"URL_STYLE 'path', USE_SSL false, REGION '{self.region}')"
+        )
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One moto S3 server (`moto[server]`) for the session, on a free loopback port,
+    stopped by its pid."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("moto's S3 server did not start") from None
+                time.sleep(0.1)
+        yield S3Server(port)
+    finally:
+        os.kill(proc.pid, 15)
+        proc.wait(timeout=30)

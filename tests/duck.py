@@ -35,6 +35,17 @@ def connect() -> duckdb.DuckDBPyConnection:
     return con
 
 
+def connect_s3(secret: str) -> duckdb.DuckDBPyConnection:
+    """`connect()` plus httpfs (from the duckdb-extension-httpfs wheel, by path) and an
+    S3 secret (`CREATE SECRET (TYPE s3, …)`), for lakes whose data path is on S3."""
+    import duckdb_extension_httpfs
+
+    con = connect()
+    con.execute(f"LOAD '{extension_path(duckdb_extension_httpfs, 'httpfs')}'")
+    con.execute(secret)
+    return con
+
+
 def attach(
     con: duckdb.DuckDBPyConnection,
     lake_attach: str,

@@ -61,9 +61,9 @@ def test_task_bodies_load_without_dbt_or_sqlalchemy(
     delete_where(spark, lake, "main", "parts", "id < 50")
     doomed = tmp_path / "doomed.parquet"
     doomed.write_bytes(b"x")
-    assert remove_files(spark, [str(doomed)]) == 1
+    assert remove_files(spark, lake.files, [str(doomed)]) == 1
     kinds = {getattr(f, "__name__", type(f).__name__) for f in shipped}
-    assert {"WriteTask", "FooterTask", "StageDeletesTask", "remove_paths"} <= kinds, kinds
+    assert {"WriteTask", "FooterTask", "StageDeletesTask", "RemovePaths"} <= kinds, kinds
 
     blobs = [cloudpickle.dumps(f) for f in shipped]
     done = subprocess.run(

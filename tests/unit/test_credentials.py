@@ -109,3 +109,58 @@ def test_a_relative_data_path_is_refused_when_executors_run_elsewhere(where: dic
 @pytest.mark.parametrize("master", [None, "local", "local[2]", "local-cluster[2,1,1024]"])
 def test_a_relative_data_path_is_fine_on_this_machine(master: str | None) -> None:
     DucklakeCredentials.from_dict({**BASE, "spark_master": master, "data_path": "lake/data"})
+
+
+S3 = {"data_path": "s3://bucket/prefix", "s3_endpoint": "http://127.0.0.1:9000"}
+
+
+def test_s3_fields_configure_spark_and_the_driver_and_the_secret_is_masked(monkeypatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
+    secret = "wJalrXUtnFEMI-K7MDENG-s3cr3t"
+    creds = DucklakeCredentials.from_dict(
+        {**BASE, **S3, "s3_access_key_id": "AKIDEXAMPLE", "s3_secret_access_key": secret}
+    )
+    settings = creds.file_io().s3
+    assert (settings.host, settings.region, settings.path_style, settings.use_ssl) == (
+        "127.0.0.1:9000",
+        "eu-west-3",  # from the environment: the profile leaves it out
+        True,  # path style is the default with an endpoint
+        False,
+    )
+    shown = dict(creds.connection_info())
+    assert "s3_secret_access_key" not in shown and "s3_access_key_id" not in shown
+    assert shown["s3_endpoint"] == "http://127.0.0.1:9000" and secret not in str(shown)
+    assert creds.secrets().mask(f"S3 said: bad key {secret}") == "S3 said: bad key ***"
+    # S3A's jars come from the jar cache (`./dev jars`); the secret is set at runtime
+    conf = creds.session_config().conf
+    assert "hadoop-aws" in conf["spark.jars"] and secret not in str(conf)
+
+
+def test_s3_credentials_come_from_the_aws_environment(monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-Secret-value-123")
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.example.com")
+    creds = DucklakeCredentials.from_dict({**BASE, "data_path": "s3://b/p"})
+    settings = creds.s3_settings()
+    assert (settings.access_key_id, settings.region, settings.use_ssl) == (
+        "AKIDFROMENV",
+        "us-west-2",
+        True,
+    )
+    assert creds.secrets().mask("x env-Secret-value-123 y") == "x *** y"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"s3_url_style": "virtual"}, "accepted values are path, vhost"),
+        ({"s3_access_key_id": "AKID"}, "go together"),
+    ],
+)
+def test_bad_s3_fields_are_refused(change: dict, message: str, monkeypatch) -> None:  # type: ignore[type-arg]
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    with pytest.raises(DbtConfigError, match=message):
+        DucklakeCredentials.from_dict({**BASE, **S3, **change})

@@ -32,6 +32,7 @@ from .spark.engine import CommitInfo
 from .spark.errors import spark_error_text
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
+from .spark.storage import apply_s3, uses_s3
 from .spark.types import python_rows
 
 logger = AdapterLogger("DuckLake")
@@ -111,12 +112,14 @@ class LakeHandle:
                 credentials.metadata,
                 data_path=credentials.data_path,
                 metadata_schema=credentials.metadata_schema,
+                files=credentials.file_io(),
             )
         # a lake created elsewhere (DuckDB) may store a relative data path
         credentials.require_shared(self.lake.data_path, "the lake's stored data_path")
-        self.spark = get_session(
-            replace(credentials.session_config(), console_log=_spark_console_log())
-        )
+        config = credentials.session_config(self.lake.data_path)
+        self.spark = get_session(replace(config, console_log=_spark_console_log()))
+        if uses_s3(self.lake.data_path):
+            apply_s3(self.spark, self.lake.files.s3)
         self.sql = LakeSQL(
             self.spark,
             self.lake,

@@ -12,8 +12,9 @@ from typing import Any
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtConfigError
 
-from .lake import LakeError, Secrets, parse_metadata
+from .lake import FileIO, LakeError, S3Settings, Secrets, parse_metadata
 from .spark.session import SessionConfig
+from .spark.storage import s3_jars, uses_s3, with_s3_jars
 
 
 @dataclass
@@ -27,6 +28,13 @@ class DucklakeCredentials(Credentials):
     spark_remote: str | None = None
     spark_conf: dict[str, Any] = field(default_factory=dict)
     author: str | None = None
+    # object storage (data_path: s3://bucket/prefix); unset fields fall back to the
+    # standard AWS environment variables, then to the AWS SDK's defaults
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    s3_url_style: str | None = None  # path | vhost
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -48,6 +56,9 @@ class DucklakeCredentials(Credentials):
             "spark_master",
             "spark_remote",
             "author",
+            "s3_endpoint",
+            "s3_region",
+            "s3_url_style",
         )
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
@@ -58,7 +69,24 @@ class DucklakeCredentials(Credentials):
 
     def secrets(self) -> Secrets:
         """The profile's passwords and secret Spark settings, for masking messages."""
-        return Secrets.of(self.metadata, self.spark_conf)
+        return Secrets.of(self.metadata, self.spark_conf, [self.s3_settings().secret_access_key])
+
+    def s3_settings(self) -> S3Settings:
+        """The profile's S3 fields over AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+        AWS_REGION / AWS_DEFAULT_REGION and AWS_ENDPOINT_URL."""
+        return S3Settings.resolve(
+            {
+                "endpoint": self.s3_endpoint,
+                "region": self.s3_region,
+                "access_key_id": self.s3_access_key_id,
+                "secret_access_key": self.s3_secret_access_key,
+                "url_style": self.s3_url_style,
+            }
+        )
+
+    def file_io(self) -> FileIO:
+        """How the driver and the Spark tasks reach the data path's files."""
+        return FileIO(self.s3_settings())
 
     def __post_init__(self) -> None:
         if not self.schema:
@@ -81,6 +109,8 @@ class DucklakeCredentials(Credentials):
             raise DbtConfigError(f"ducklake profile: {exc}") from exc
         if self.data_path:
             self.require_shared(self.data_path, "data_path")
+        for problem in self.s3_settings().problems():
+            raise DbtConfigError(f"ducklake profile: {problem}")
         if self.author is None:
             self.author = _os_user()
 
@@ -101,13 +131,14 @@ class DucklakeCredentials(Credentials):
                 "absolute path on storage every executor mounts, or an object store URL"
             )
 
-    def session_config(self) -> SessionConfig:
+    def session_config(self, data_path: str | None = None) -> SessionConfig:
+        """The Spark session; with a data path on S3, S3A's jars from the jar cache
+        (their settings, secrets included, are set on the running session)."""
         master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"
-        return SessionConfig(
-            master=master,
-            remote=self.spark_remote,
-            conf={k: str(v) for k, v in self.spark_conf.items()},
-        )
+        conf = {k: str(v) for k, v in self.spark_conf.items()}
+        if uses_s3(data_path or self.data_path) and not self.spark_remote:
+            conf = with_s3_jars(conf, s3_jars())
+        return SessionConfig(master=master, remote=self.spark_remote, conf=conf)
 
 
 def _os_user() -> str:

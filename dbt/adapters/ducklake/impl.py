@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterConfig, ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
@@ -460,16 +461,16 @@ class DucklakeAdapter(SQLAdapter):
     def debug_query(self) -> None:
         handle = self._handle()
         handle.lake.latest_snapshot()  # the metadata database answers
-        root = handle.lake.data_path
-        if not root.startswith(("s3://", "gs://", "abfss://", "hdfs://")):
-            os.makedirs(root, exist_ok=True)
-            probe = os.path.join(root, ".dbt-ducklake-debug")
-            try:
-                with open(probe, "w") as f:
-                    f.write("ok")
-                os.remove(probe)
-            except OSError as exc:
-                raise DbtRuntimeError(f"data_path {root!r} is not writable: {exc}") from exc
+        files, root = handle.lake.files, handle.lake.data_path
+        probe = root + ".dbt-ducklake-debug.parquet"
+        try:  # the data path takes a file (local disk or S3, as the engine reaches it)
+            files.makedirs(root)
+            files.write_table(pa.table({"ok": [1]}), probe)
+            files.delete(probe)
+        except OSError as exc:
+            raise DbtRuntimeError(
+                handle.credentials.secrets().mask(f"data_path {root!r} is not writable: {exc}")
+            ) from exc
         self.execute("select 1 as id")  # the Spark session runs a query
 
 

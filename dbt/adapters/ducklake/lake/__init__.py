@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         LakeError,
         MetadataConfigError,
     )
+    from .files import FileEntry, FileIO, S3Settings, is_url, normalize_path
     from .lake import Lake
     from .maintenance import (
         STAGING_PREFIX,
@@ -83,6 +84,11 @@ if TYPE_CHECKING:
 # package (models, types, codec) on executors that have no SQLAlchemy, which `Lake`
 # and `Transaction` need.
 _HOME = {
+    "FileEntry": "files",
+    "FileIO": "files",
+    "S3Settings": "files",
+    "is_url": "files",
+    "normalize_path": "files",
     "AddDataFiles": "plan",
     "InsertInlined": "plan",
     "ACCEPTED_NAMES": "names",
@@ -178,7 +184,9 @@ __all__ = [
     "DeleteFile",
     "DeleteFileSpec",
     "FileColumnStats",
+    "FileEntry",
     "FileGroup",
+    "FileIO",
     "Flush",
     "FormatVersionError",
     "InlinedDelete",
@@ -190,6 +198,7 @@ __all__ = [
     "MetadataConfigError",
     "NameMap",
     "PartitionSpec",
+    "S3Settings",
     "Secrets",
     "Snapshot",
     "StagedTable",
@@ -206,10 +215,12 @@ __all__ = [
     "find_orphans",
     "forget_scheduled",
     "is_decimal",
+    "is_url",
     "merge_groups",
     "merge_max",
     "merge_min",
     "name_problem",
+    "normalize_path",
     "parse_interval",
     "parse_metadata",
     "parse_size",

@@ -10,9 +10,7 @@ has been scheduled for deletion (or was never tracked at all).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +21,7 @@ import sqlalchemy as sa
 from . import metadata_ddl as ddl
 from .codec import decode_catalog_time, encode_catalog_time
 from .errors import InvalidChangeError
+from .files import normalize_path
 from .models import DataFile, Snapshot, TableInfo
 from .options import INTERVAL_TEXT, parse_size, resolve_option
 from .reader import CatalogReader
@@ -472,39 +471,50 @@ def find_orphans(lake: Store, *, older_than: datetime | None, cleanup_all: bool)
                 sa.text(f"SELECT table_id, path, path_is_relative FROM {q(kind)}")
             ).fetchall():
                 stored = _stored_path(lake, roots, r.table_id, r.path, r.path_is_relative)
-                known.add(os.path.normpath(absolute_path(lake, stored["p"], stored["rel"])))
+                known.add(normalize_path(absolute_path(lake, stored["p"], stored["rel"])))
         for r in conn.execute(
             sa.text(
                 f"SELECT path, path_is_relative FROM {q('ducklake_files_scheduled_for_deletion')}"
             )
         ).fetchall():
-            known.add(os.path.normpath(absolute_path(lake, r.path, r.path_is_relative)))
+            known.add(normalize_path(absolute_path(lake, r.path, r.path_is_relative)))
+    return _unknown_files(lake, known, older_than)
+
+
+def _unknown_files(lake: Store, known: set[str], older_than: datetime) -> Orphans:
+    """One listing of the data path: Parquet files and staging folder contents the
+    catalog does not know, older than `older_than`, and the dead staging folders."""
     found: list[str] = []
     staging: set[str] = set()
     holding: set[str] = set()  # staging folders with at least one file
     kept: set[str] = set()  # staging folders with a file that stays (a live writer's)
-    for directory, _dirs, names in os.walk(lake.data_path):
-        folder = _staging_folder(lake, directory)
+    ages: dict[str, datetime] = {}  # directories, by path
+    now = datetime.now(UTC)
+    for entry in lake.files.walk(lake.data_path):
+        folder = _staging_folder(lake, entry.path)
+        if entry.is_dir:
+            ages[normalize_path(entry.path)] = entry.modified or now
+            continue
         if folder is not None:
             staging.add(folder)
-        for name in names:
-            if folder is None and not name.endswith(".parquet"):
-                continue
-            path = os.path.normpath(os.path.join(directory, name))
-            if path not in known and _modified(path) < older_than:
-                found.append(path)
-            elif folder is not None:
-                kept.add(folder)
-            if folder is not None:
-                holding.add(folder)
+        elif not entry.path.endswith(".parquet"):
+            continue
+        path = normalize_path(entry.path)
+        if path not in known and (entry.modified or now) < older_than:
+            found.append(path)
+        elif folder is not None:
+            kept.add(folder)
+        if folder is not None:
+            holding.add(folder)
+    staging |= {d for d in ages if _staging_folder(lake, d + "/x") == d}
     # a folder whose files all go is dead; an empty one counts by its own age
-    dead = [f for f in staging - kept if f in holding or _modified(f) < older_than]
+    dead = [f for f in staging - kept if f in holding or ages.get(f, now) < older_than]
     return Orphans(sorted(found), sorted(dead))
 
 
-def remove_folders(folders: Sequence[str]) -> None:
+def remove_folders(lake: Store, folders: Sequence[str]) -> None:
     for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+        lake.files.delete_dir(folder)
 
 
 def _orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
@@ -519,14 +529,14 @@ def _orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> 
     return older_than
 
 
-def _staging_folder(lake: Store, directory: str) -> str | None:
-    """The outermost staging folder `directory` lies in, if any."""
-    parts = os.path.relpath(directory, lake.data_path).split(os.sep)
-    for depth, part in enumerate(parts):
+def _staging_folder(lake: Store, path: str) -> str | None:
+    """The outermost staging folder the file or directory `path` lies in, if any."""
+    root = normalize_path(lake.data_path).rstrip("/") + "/"
+    path = normalize_path(path)
+    if not path.startswith(root):
+        return None
+    parts = path[len(root) :].split("/")
+    for depth, part in enumerate(parts[:-1]):
         if part.startswith(STAGING_PREFIX):
-            return os.path.normpath(os.path.join(lake.data_path, *parts[: depth + 1]))
+            return root + "/".join(parts[: depth + 1])
     return None
-
-
-def _modified(path: str) -> datetime:
-    return datetime.fromtimestamp(os.path.getmtime(path), UTC)

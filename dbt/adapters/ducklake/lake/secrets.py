@@ -8,7 +8,7 @@ catches the same secret where a driver or Spark echoes it in its own words.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -55,8 +55,16 @@ class Secrets:
     values: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, metadata: str, conf: Mapping[str, object] | None = None) -> Secrets:
+    def of(
+        cls,
+        metadata: str,
+        conf: Mapping[str, object] | None = None,
+        others: Iterable[str | None] = (),
+    ) -> Secrets:
+        """The secrets of a metadata string, of `conf`'s secret-named keys, and `others`
+        (an S3 secret key, whether from the profile or the environment)."""
         values = set(passwords_in(metadata or ""))
+        values.update(v for v in others if v)
         for key, value in (conf or {}).items():
             if SECRET_KEY.search(str(key)) and value is not None:
                 values.add(str(value))

@@ -29,6 +29,7 @@ from .connect import (
     parse_metadata,
 )
 from .errors import CatalogNotFoundError, FormatVersionError, MetadataConfigError
+from .files import FileIO
 from .models import Snapshot
 from .options import OptionRow, resolve_option
 
@@ -60,6 +61,8 @@ class Store:
         self.metadata_schema = metadata_schema
         self.data_path = data_path
         self.version = version
+        # how the data path's files are reached (local disk, S3)
+        self.files = FileIO()
         self._existing_tables: set[str] = set()
 
     # -- opening ---------------------------------------------------------------------
@@ -71,6 +74,7 @@ class Store:
         data_path: str | None = None,
         metadata_schema: str | None = None,
         create: bool = True,
+        files: FileIO | None = None,
     ) -> Self:
         """Open the lake at `metadata`, creating it (snapshot 0) when it does not exist."""
         location = parse_metadata(metadata)
@@ -83,6 +87,8 @@ class Store:
         engine = create_metadata_engine(location)
         check_reachable(engine, location)
         lake = cls(location, engine, schema, "", "")
+        if files is not None:
+            lake.files = files
         if not lake.has_table("ducklake_metadata"):
             if not create:
                 raise CatalogNotFoundError(f"no DuckLake catalog in {location.describe()}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from ..lake import (
     FLOAT_TYPES,
     NESTED_TYPES,
     Column,
+    FileIO,
     decimal_params,
     is_decimal,
     merge_max,
@@ -91,7 +91,8 @@ def arrow_schema(columns: Sequence[Column]) -> pa.Schema:
 
 @dataclass(frozen=True)
 class WriteOptions:
-    root: str  # absolute table directory, ends with '/'
+    root: str  # absolute table directory (local or s3://), ends with '/'
+    files: FileIO  # how tasks reach it
     compression: str = "snappy"
     compression_level: int | None = None
     row_group_size: int = 122_880
@@ -130,6 +131,7 @@ def _stat_value(col: Column, value: Any) -> str | None:
 
 
 def file_facts(
+    files: FileIO,
     path: str,
     columns: Sequence[Column],
     nan_flags: dict[int, bool] | None,
@@ -142,12 +144,14 @@ def file_facts(
     the largest value; a NaN bound marks a NaN, and only then is that column read to
     find the bounds without it, as DuckDB keeps them.
     """
-    meta = meta if meta is not None else pq.read_metadata(path)
+    meta = meta if meta is not None else files.read_metadata(path)
     exact: dict[int, tuple[str | None, str | None]] = {}
     if nan_flags is None:
         nan_flags = nan_from_footer(meta, columns)
         if any(nan_flags.values()):
-            exact = _float_bounds(path, columns, [cid for cid, nan in nan_flags.items() if nan])
+            exact = _float_bounds(
+                files, path, columns, [cid for cid, nan in nan_flags.items() if nan]
+            )
     leaves = _leaf_columns(columns)
     stats = _footer_stats(meta, leaves)
     for leaf in leaves:
@@ -161,7 +165,7 @@ def file_facts(
     return {
         "path": stored_path,
         "record_count": meta.num_rows,
-        "file_size": os.path.getsize(path),
+        "file_size": files.size(path),
         "footer_size": meta.serialized_size,
         "stats": json.dumps(stats),
     }
@@ -221,11 +225,11 @@ def _is_nan(value: Any) -> bool:
 
 
 def _float_bounds(
-    path: str, columns: Sequence[Column], column_ids: Sequence[int]
+    files: FileIO, path: str, columns: Sequence[Column], column_ids: Sequence[int]
 ) -> dict[int, tuple[str | None, str | None]]:
     """min/max without NaN of top-level float columns, read from the file."""
     by_id = {c.column_id: c for c in columns}
-    table = pq.read_table(path, columns=[by_id[cid].name for cid in column_ids])
+    table = files.read_table(path, columns=[by_id[cid].name for cid in column_ids])
     out: dict[int, tuple[str | None, str | None]] = {}
     for cid in column_ids:
         col = by_id[cid]
@@ -295,8 +299,7 @@ class FileWriter:
     def _open(self) -> None:
         self._stored = f"{self.subdir}ducklake-{uuid.uuid4()}.parquet"
         self._path = self.options.root + self._stored
-        os.makedirs(os.path.dirname(self._path), exist_ok=True)
-        self._writer = pq.ParquetWriter(
+        self._writer = self.options.files.parquet_writer(
             self._path,
             self.schema,
             compression=self.options.compression,
@@ -335,7 +338,9 @@ class FileWriter:
         if self._writer is None:
             return
         self._writer.close()
-        self.results.append(file_facts(self._path, self.columns, self._nan, self._stored))
+        self.results.append(
+            file_facts(self.options.files, self._path, self.columns, self._nan, self._stored)
+        )
         self._writer, self._nan, self._bytes = None, {}, 0
 
     def close(self) -> list[dict[str, Any]]:
@@ -384,15 +389,17 @@ class FooterTask:
     """Picklable task body: the footer facts of each file path it is given (files
     written by Spark, see native_write.py)."""
 
-    def __init__(self, columns: list[Column], root: str):
+    def __init__(self, columns: list[Column], root: str, files: FileIO):
         self.columns = columns
         self.root = root
+        self.files = files
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = []
         for batch in batches:
             for stored in batch.column(0).to_pylist():
-                rows.append(file_facts(self.root + stored, self.columns, None, stored))
+                path = self.root + stored
+                rows.append(file_facts(self.files, path, self.columns, None, stored))
         if rows:
             yield pa.RecordBatch.from_pylist(rows)
 
@@ -418,6 +425,7 @@ class DeleteTarget:
     """What a task needs to write the delete file of one data file."""
 
     root: str  # table directory, ends with '/'
+    files: FileIO  # how the task reaches it
     data_file: str  # absolute path of the data file, written into `file_path`
     old_delete_file: str | None  # its live delete file, merged into a partial one
     old_begin_snapshot: int | None
@@ -444,7 +452,7 @@ def write_delete_file(
     else:
         merged: dict[int, int] = {}
         if target.old_delete_file is not None:
-            old = pq.read_table(target.old_delete_file)
+            old = target.files.read_table(target.old_delete_file)
             old_pos = old.column("pos").to_pylist()
             if "_ducklake_internal_snapshot_id" in old.column_names:
                 old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
@@ -464,12 +472,12 @@ def write_delete_file(
             schema=pa.schema([*_DELETE_FIELDS, _SNAPSHOT_FIELD]),
         )
         begin, partial_max = min(snaps), max(snaps)
-    pq.write_table(table, path, compression=compression)
-    meta = pq.read_metadata(path)
+    target.files.write_table(table, path, compression=compression)
+    meta = target.files.read_metadata(path)
     return {
         "path": name,
         "delete_count": table.num_rows,
-        "file_size": os.path.getsize(path),
+        "file_size": target.files.size(path),
         "footer_size": meta.serialized_size,
         "begin_snapshot": begin,
         "partial_max": partial_max,

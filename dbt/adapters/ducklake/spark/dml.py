@@ -19,7 +19,15 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..lake import DataFile, DeleteFileSpec, Lake, Snapshot, StagedTable, Transaction
+from ..lake import (
+    DataFile,
+    DeleteFileSpec,
+    FileIO,
+    Lake,
+    Snapshot,
+    StagedTable,
+    Transaction,
+)
 from .arrow import DeleteTarget
 from .delete_task import (
     ENDED,
@@ -34,7 +42,6 @@ from .delete_task import (
 from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows, write_options
 from .errors import WriteError
 from .prune import Predicate
-from .remove_task import remove_path
 from .scan import ScanMetrics, scan_table
 from .scan_files import FILE_ID_COL, POS_COL
 from .types import spark_type
@@ -177,7 +184,7 @@ def stage_deletes(
     assert table.table_id is not None
     compression = write_options(lake, table).compression
     task = StageDeletesTask(
-        {f.data_file_id: _facts(f, table) for f in scanned},
+        {f.data_file_id: _facts(f, table, lake.files) for f in scanned},
         inlining_limit(lake, table),
         tx.stamp_snapshot_id,
         compression,
@@ -195,7 +202,7 @@ def stage_deletes(
     twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
     if twice and on_repeat is not None:
         for r in written:  # never registered: nobody else knows them
-            remove_path(table.root + r.path)
+            lake.files.delete(table.root + r.path)
         raise on_repeat(twice[0])
     return _stage_outcomes(tx, table, outcomes, by_file, written)
 
@@ -227,7 +234,7 @@ def _stage_outcomes(
     return sum(r.n for r in by_file) + len(inlined)
 
 
-def _facts(f: DataFile, table: StagedTable) -> FileFacts:
+def _facts(f: DataFile, table: StagedTable, files: FileIO) -> FileFacts:
     """The task's view of a data file. Like DuckDB, only its delete file counts as rows
     already gone: a file with inlined deletes is not ended but gets the rest of its rows
     as deletes (DuckDB's change feed of an ended file does not apply inlined deletes)."""
@@ -237,6 +244,7 @@ def _facts(f: DataFile, table: StagedTable) -> FileFacts:
         already_deleted=old.delete_count if old else 0,
         target=DeleteTarget(
             root=table.root,
+            files=files,
             data_file=f.path,
             old_delete_file=old.path if old else None,
             old_begin_snapshot=old.begin_snapshot if old else None,

@@ -9,7 +9,6 @@ are stored in the catalog instead of files, as DuckDB does.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -85,6 +84,7 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
     level = opt("parquet_compression_level")
     return WriteOptions(
         root=table.root,
+        files=lake.files,
         compression=(opt("parquet_compression", "snappy") or "snappy").lower(),
         compression_level=int(level) if level else None,
         row_group_size=int(opt("parquet_row_group_size", "122880") or 122880),
@@ -172,7 +172,7 @@ def _stage_rows(
     if write_first and sum(f.record_count for f in files) <= limit:
         rows = read_back(df.sparkSession, table, options.root, files, keep_row_ids)
         for f in files:  # never registered: nobody else knows them
-            os.remove(options.root + f.path)
+            lake.files.delete(options.root + f.path)
         _inline(tx, table, rows, keep_row_ids)
         return
     tx.add_data_files(table, files)

@@ -11,7 +11,6 @@ DuckDB's order.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -26,6 +25,7 @@ from ..lake import (
     Column,
     DataFileSpec,
     FileGroup,
+    FileIO,
     Flush,
     InlinedRow,
     Lake,
@@ -38,6 +38,7 @@ from ..lake import (
     find_orphans,
     forget_scheduled,
     merge_groups,
+    normalize_path,
     remove_folders,
     rewrite_groups,
     tables_in_scope,
@@ -48,7 +49,7 @@ from ..lake import (
 from .arrow import DeleteTarget, write_delete_file
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
-from .remove_task import remove_paths
+from .remove_task import RemovePaths
 from .scan import read_files, spark_rows
 from .scan_files import local_path, read_parquet
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
@@ -202,6 +203,7 @@ def _flush_table(
         old = f.delete_file
         target = DeleteTarget(
             staged.root,
+            lake.files,
             f.path,
             old.path if old else None,
             old.begin_snapshot if old else None,
@@ -251,7 +253,7 @@ def _flush_rows(
     if ended:
         paths = [staged.root + s.path for s in specs]
         for index, (path, stamps) in enumerate(_positions(spark, paths, ended)):
-            target = DeleteTarget(staged.root, path, None, None)
+            target = DeleteTarget(staged.root, lake.files, path, None, None)
             facts = write_delete_file(target, list(stamps), 0, compression, stamps)
             flush.new_file_deletes.append((index, delete_file_spec(-1, facts)))
 
@@ -280,8 +282,8 @@ def _positions(
     by_path: dict[str, dict[int, int]] = {}
     for r in found:
         if (r.rid, r.snap) in ended:
-            by_path.setdefault(os.path.normpath(r.path), {})[r.pos] = ended[(r.rid, r.snap)]
-    return [(p, by_path[os.path.normpath(p)]) for p in paths if os.path.normpath(p) in by_path]
+            by_path.setdefault(normalize_path(r.path), {})[r.pos] = ended[(r.rid, r.snap)]
+    return [(p, by_path[normalize_path(p)]) for p in paths if normalize_path(p) in by_path]
 
 
 def expire_snapshots(
@@ -307,7 +309,7 @@ def cleanup_old_files(
 ) -> list[str]:
     """Delete files scheduled for deletion (before `older_than`, or all)."""
     files = cleanup_candidates(lake, older_than=older_than, cleanup_all=cleanup_all)
-    paths = _delete(spark, "cleanup_old_files", [f.path for f in files], dry_run)
+    paths = _delete(spark, lake, "cleanup_old_files", [f.path for f in files], dry_run)
     if not dry_run:
         forget_scheduled(lake, files)
     return paths
@@ -324,15 +326,17 @@ def delete_orphaned_files(
     """Delete the files under the data path that the catalog does not track: Parquet
     files and dead writers' staging folders."""
     orphans = find_orphans(lake, older_than=older_than, cleanup_all=cleanup_all)
-    deleted = _delete(spark, "delete_orphaned_files", orphans.files, dry_run)
+    deleted = _delete(spark, lake, "delete_orphaned_files", orphans.files, dry_run)
     if not dry_run:
-        remove_folders(orphans.staging)
+        remove_folders(lake, orphans.staging)
     return deleted
 
 
-def _delete(spark: SparkSession, what: str, paths: list[str], dry_run: bool) -> list[str]:
+def _delete(
+    spark: SparkSession, lake: Lake, what: str, paths: list[str], dry_run: bool
+) -> list[str]:
     if not dry_run:
-        remove_files(spark, paths)
+        remove_files(spark, lake.files, paths)
     log.info("%s: %s %s file(s)", what, "would delete" if dry_run else "deleted", len(paths))
     return paths
 
@@ -398,11 +402,11 @@ def _commit(tx: Transaction, what: str, rows: Sequence[Any]) -> None:
         log.info("%s: committed snapshot %s (%s)", what, snapshot.snapshot_id, len(rows))
 
 
-def remove_files(spark: SparkSession, paths: Sequence[str]) -> int:
+def remove_files(spark: SparkSession, files: FileIO, paths: Sequence[str]) -> int:
     """Delete files in a Spark job (a file already gone counts as deleted)."""
     if not paths:
         return 0
     frame = spark.createDataFrame([(p,) for p in paths], "path string")
     parts = max(1, min(len(paths) // 256 + 1, 16))
-    done = frame.repartition(parts).mapInArrow(remove_paths, "removed long").collect()
+    done = frame.repartition(parts).mapInArrow(RemovePaths(files), "removed long").collect()
     return sum(r.removed for r in done)

@@ -13,17 +13,14 @@ Stats come from the footers the write produced, read by one small Spark job.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..lake import STAGING_PREFIX, Column, is_decimal
+from ..lake import STAGING_PREFIX, Column, is_decimal, is_url
 from .arrow import FooterTask, WriteOptions, file_facts, nan_from_footer
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_type
 
@@ -68,10 +65,14 @@ _DRIVER_FOOTERS = 64
 
 
 def native_writable(columns: Sequence[Column], options: WriteOptions, partitioned: bool) -> bool:
-    """Whether Spark's writer can make these files exactly as the Arrow writer would."""
+    """Whether Spark's writer can make these files exactly as the Arrow writer would.
+
+    Not on object stores: Spark's commit protocol and the rename into DuckDB's names
+    would copy every file twice there (S3 renames are copies); the Arrow writer puts
+    each file in place once."""
     return (
         not partitioned
-        and "://" not in options.root
+        and not is_url(options.root)
         and options.compression in _CODECS
         and options.compression_level is None
         and all(c.type in _FLAT_TYPES or is_decimal(c.type) for c in columns)
@@ -110,19 +111,19 @@ def write_native(
         _parquet_writer(out, options, rows_per_file).parquet(staging)
         # DuckDB's layout and names: ducklake-<uuid>.parquet in the table directory
         written = []
-        for name in sorted(os.listdir(staging)):
+        for name in sorted(options.files.list_names(staging)):
             if name.endswith(".parquet") and not name.startswith("."):
                 stored = f"ducklake-{uuid.uuid4()}.parquet"
-                os.rename(staging + name, options.root + stored)
+                options.files.rename(staging + name, options.root + stored)
                 written.append(stored)
     finally:  # what is left is Spark's scratch and checksum files, or a failed write
-        shutil.rmtree(staging, ignore_errors=True)
+        options.files.delete_dir(staging)
     if not written:
         return []
-    facts = _footer_facts(data, written, columns, options.root)
+    facts = _footer_facts(data, written, columns, options)
     empty = [f for f in facts if f["record_count"] == 0]
     for f in empty:  # Spark writes one empty file for an empty result
-        os.remove(options.root + f["path"])
+        options.files.delete(options.root + f["path"])
     log.info("Spark's Parquet writer wrote %s file(s)", len(facts) - len(empty))
     return [f for f in facts if f["record_count"] > 0]
 
@@ -164,11 +165,12 @@ def _rows_per_file(
         return upper_bound
     try:
         _parquet_writer(out.limit(_SAMPLE_ROWS), options, _SAMPLE_ROWS).parquet(scratch)
-        sample = [scratch + n for n in os.listdir(scratch) if n.endswith(".parquet")]
-        sizes = [os.path.getsize(path) for path in sample]
-        rows = sum(pq.read_metadata(path).num_rows for path in sample)
+        files = options.files
+        sample = [scratch + n for n in files.list_names(scratch) if n.endswith(".parquet")]
+        sizes = [files.size(path) for path in sample]
+        rows = sum(files.read_metadata(path).num_rows for path in sample)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        options.files.delete_dir(scratch)
     if rows < _SAMPLE_ROWS:
         return upper_bound  # the whole result fits in the sample: one file
     per_row = sum(sizes) / rows
@@ -180,21 +182,22 @@ _SAMPLE_ROWS = 8192
 
 
 def _footer_facts(
-    data: DataFrame, stored: list[str], columns: Sequence[Column], root: str
+    data: DataFrame, stored: list[str], columns: Sequence[Column], options: WriteOptions
 ) -> list[dict[str, Any]]:
     """Footer facts of the written files: a few are read here (no job to start), many
     where the files are (executors)."""
     if len(stored) <= _DRIVER_FOOTERS:
-        footers = [pq.read_metadata(root + p) for p in stored]
+        root, files = options.root, options.files
+        footers = [files.read_metadata(root + p) for p in stored]
         # a file with a NaN needs a column read for its bounds: that is executors' work
         if not any(any(nan_from_footer(f, columns).values()) for f in footers):
             return [
-                file_facts(root + p, columns, None, p, meta=f)
+                file_facts(files, root + p, columns, None, p, meta=f)
                 for p, f in zip(stored, footers, strict=True)
             ]
     spark = data.sparkSession
     paths = spark.createDataFrame([(p,) for p in stored], "path string")
-    task = FooterTask(list(columns), root)
+    task = FooterTask(list(columns), options.root, options.files)
     rows = paths.repartition(min(len(stored), 64)).mapInArrow(task, _FACTS_SCHEMA).collect()
     by_path = {r.path: r.asDict() for r in rows}
     return [by_path[p] for p in stored]

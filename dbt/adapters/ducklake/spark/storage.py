@@ -1,0 +1,82 @@
+"""Spark's side of object storage: the S3A connector's jars and settings.
+
+DuckLake stores `s3://bucket/prefix/` paths (as DuckDB writes them), so Spark maps the
+`s3` scheme to Hadoop's S3A filesystem and reads and writes the catalog's paths as they
+are. The driver's own file work goes through `lake.FileIO` with the same settings.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ..lake import S3Settings
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
+
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+# the checkout's jar cache (`./dev jars`); DUCKLAKE_JARS points elsewhere
+_CHECKOUT_JARS = Path(__file__).resolve().parents[4] / ".jars"
+
+
+def uses_s3(data_path: str | None) -> bool:
+    return bool(data_path) and str(data_path).startswith(("s3://", "s3a://"))
+
+
+def s3_jars(jar_dir: str | None = None) -> list[str]:
+    """hadoop-aws and the AWS SDK bundle from the jar cache (`<cache>/s3/*.jar`)."""
+    root = jar_dir or os.environ.get("DUCKLAKE_JARS") or str(_CHECKOUT_JARS)
+    return sorted(glob.glob(os.path.join(root, "s3", "*.jar")))
+
+
+def with_s3_jars(conf: Mapping[str, Any], jars: list[str]) -> dict[str, str]:
+    """`conf` with the cache's S3 jars added to `spark.jars`, unless the profile brings
+    hadoop-aws itself (in spark.jars or spark.jars.packages)."""
+    out = {k: str(v) for k, v in conf.items()}
+    given = out.get("spark.jars", "")
+    if not jars or "hadoop-aws" in given or "hadoop-aws" in out.get("spark.jars.packages", ""):
+        return out
+    out["spark.jars"] = ",".join([*(j for j in given.split(",") if j), *jars])
+    return out
+
+
+def hadoop_s3_conf(settings: S3Settings) -> dict[str, str]:
+    """S3A's settings (Hadoop keys) for these S3 settings; credentials only when given,
+    else S3A's own chain (environment, instance profile) applies."""
+    conf = {
+        "fs.s3.impl": S3A,
+        "fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
+        "fs.s3a.path.style.access": str(settings.path_style).lower(),
+        "fs.s3a.connection.ssl.enabled": str(settings.use_ssl).lower(),
+    }
+    if settings.endpoint:
+        scheme = "https" if settings.use_ssl else "http"
+        conf["fs.s3a.endpoint"] = f"{scheme}://{settings.host}"
+    if settings.region:
+        conf["fs.s3a.endpoint.region"] = settings.region
+    if settings.access_key_id and settings.secret_access_key:
+        conf["fs.s3a.access.key"] = settings.access_key_id
+        conf["fs.s3a.secret.key"] = settings.secret_access_key
+    return conf
+
+
+def apply_s3(spark: SparkSession, settings: S3Settings) -> None:
+    """Set S3A's settings on the running session's Hadoop configuration, which Spark
+    hands to every read and write job (so executors of a cluster get them too).
+
+    Set at runtime rather than as `spark.hadoop.*` builder settings, so the secret key
+    is never on a spark-submit command line. A Spark Connect client cannot reach the
+    server's Hadoop configuration: the server needs the S3A settings and jars itself.
+    """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        log.info("Spark Connect: the server's own S3A settings apply")
+        return
+    hadoop = spark._jsc.hadoopConfiguration()
+    for key, value in hadoop_s3_conf(settings).items():
+        hadoop.set(key, value)
