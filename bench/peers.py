@@ -19,20 +19,23 @@ runs this in `.venv-peers`, with pyspark 4.1 for all three systems; the jars com
 `./dev jars` (set `peers`).
 
     ./dev bench --peers                    # 10,000,000 rows, 3 rounds
-    .venv-peers/bin/python bench/peers.py --rows 1000000 --repeat 1
+    .venv-peers/bin/python bench/peers.py --rows 1000000 --repeat 1 --profile
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
+from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -56,7 +59,7 @@ SYSTEMS = ("ours", "delta", "iceberg")
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
-def peer_session(jars_dir: str, warehouse: str) -> SparkSession:
+def peer_session(jars_dir: str, warehouse: str, ui_port: int | None = None) -> SparkSession:
     jars = sorted(glob.glob(os.path.join(jars_dir, "*.jar")))
     if not jars:
         raise SystemExit(f"no jars in {jars_dir}: run ./dev jars first")
@@ -64,7 +67,8 @@ def peer_session(jars_dir: str, warehouse: str) -> SparkSession:
         SessionConfig(
             master="local[2]",
             conf={
-                "spark.ui.enabled": "false",
+                "spark.ui.enabled": "true" if ui_port else "false",
+                **({"spark.ui.port": str(ui_port)} if ui_port else {}),
                 "spark.sql.shuffle.partitions": "4",
                 "spark.jars": ",".join(jars),
                 "spark.sql.extensions": (
@@ -91,6 +95,46 @@ def data_bytes(folder: str) -> int:
         for f in files
         if f.endswith(DATA_SUFFIXES)
     )
+
+
+class JobProfile:
+    """Spark's own account of the jobs an operation ran (the UI's REST API): how many,
+    and how much of the operation's wall time was inside a Spark job at all. The rest
+    is the driver: planning, catalog reads and commits, py4j, Python."""
+
+    def __init__(self, spark: SparkSession, port: int):
+        self.url = f"http://127.0.0.1:{port}/api/v1/applications/{spark.sparkContext.applicationId}"
+        self.lines: list[str] = []
+
+    def jobs_between(self, start: float, end: float) -> list[tuple[float, float]]:
+        with urllib.request.urlopen(f"{self.url}/jobs") as answer:
+            jobs = json.load(answer)
+        spans = []
+        for job in jobs:
+            if "completionTime" not in job:
+                continue
+            begin, done = (_ui_time(job[k]) for k in ("submissionTime", "completionTime"))
+            if start <= begin and done <= end:
+                spans.append((begin, done))
+        return spans
+
+    def note(self, label: str, system: str, start: float, end: float) -> None:
+        spans = sorted(self.jobs_between(start, end))
+        inside, reach = 0.0, start
+        for begin, done in spans:  # the union of the job intervals
+            inside += max(0.0, done - max(begin, reach))
+            reach = max(reach, done)
+        total = end - start
+        self.lines.append(
+            f"{label:<22} {system:<8} {total:6.2f} s: {len(spans):3d} Spark jobs cover "
+            f"{inside:6.2f} s, driver alone {total - inside:6.2f} s"
+        )
+
+
+def _ui_time(text: str) -> float:
+    """The UI's `2026-11-25T11:40:01.123GMT` as epoch seconds."""
+    moment = datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return moment.timestamp()
 
 
 class Systems:
@@ -190,6 +234,7 @@ def measure(
     setup: Callable[[str], None],
     action: Callable[[str], None],
     check: Callable[[str], object],
+    profile: tuple[JobProfile, str] | None = None,
 ) -> tuple[dict[str, float], dict[str, int]]:
     """Median time and the data bytes `action` adds, per system; `setup` is not timed.
     The systems take turns, in a rotated order each round; round 0 is a warm-up."""
@@ -200,9 +245,12 @@ def measure(
         for system in SYSTEMS[shift:] + SYSTEMS[:shift]:
             setup(system)
             before = data_bytes(systems.folder(system, "t"))
-            start = time.perf_counter()
+            start, wall = time.perf_counter(), time.time()
             action(system)
             elapsed = time.perf_counter() - start
+            if profile is not None and round_ == repeat:
+                profiler, label = profile
+                profiler.note(label, system, wall, time.time())
             added[system] = data_bytes(systems.folder(system, "t")) - before
             if round_:
                 samples[system].append(elapsed)
@@ -238,10 +286,18 @@ def main() -> None:
     parser.add_argument(
         "--jars", default=os.path.join(os.environ.get("DUCKLAKE_JARS", ".jars"), "peers")
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print, per operation and system, its Spark jobs and the driver time "
+        "outside them (the UI's REST API, on port 4077)",
+    )
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="bench-peers-")
     try:
-        spark = peer_session(args.jars, f"{root}/ice")
+        port = 4077 if args.profile else None
+        spark = peer_session(args.jars, f"{root}/ice", port)
+        profiler = JobProfile(spark, port) if port else None
         systems = Systems(spark, root)
         df = source(spark, args.rows, args.partitions).cache()
         df.count()
@@ -263,13 +319,27 @@ def main() -> None:
             changes(spark, args.rows, clustered)
             label = "MERGE 1% " + ("clustered" if clustered else "spread")
             times, added = measure(
-                systems, args.repeat, fresh, lambda s: systems.run(s, MERGE, "t"), result
+                systems,
+                args.repeat,
+                fresh,
+                lambda s: systems.run(s, MERGE, "t"),
+                result,
+                (profiler, label) if profiler else None,
             )
             report(label, times, added)
+        label = "DELETE 1% spread"
         times, added = measure(
-            systems, args.repeat, fresh, lambda s: systems.run(s, DELETE, "t"), result
+            systems,
+            args.repeat,
+            fresh,
+            lambda s: systems.run(s, DELETE, "t"),
+            result,
+            (profiler, label) if profiler else None,
         )
-        report("DELETE 1% spread", times, added)
+        report(label, times, added)
+        if profiler:
+            print("\nwhere the time goes (the last round of each operation):")
+            print("\n".join(profiler.lines))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
