@@ -315,28 +315,23 @@ def main() -> None:
         zstd_write(systems, df, added["iceberg"])
         scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, args.repeat)
         report("scan (group by)", scans, None)
-        for clustered in (False, True):
-            changes(spark, args.rows, clustered)
-            label = "MERGE 1% " + ("clustered" if clustered else "spread")
+        operations = (
+            ("MERGE 1% spread", MERGE, False),
+            ("MERGE 1% clustered", MERGE, True),
+            ("DELETE 1% spread", DELETE, None),
+        )
+        for label, statement, clustered in operations:
+            if clustered is not None:
+                changes(spark, args.rows, clustered)
             times, added = measure(
                 systems,
                 args.repeat,
                 fresh,
-                lambda s: systems.run(s, MERGE, "t"),
+                lambda s, statement=statement: systems.run(s, statement, "t"),
                 result,
                 (profiler, label) if profiler else None,
             )
             report(label, times, added)
-        label = "DELETE 1% spread"
-        times, added = measure(
-            systems,
-            args.repeat,
-            fresh,
-            lambda s: systems.run(s, DELETE, "t"),
-            result,
-            (profiler, label) if profiler else None,
-        )
-        report(label, times, added)
         if profiler:
             print("\nwhere the time goes (the last round of each operation):")
             print("\n".join(profiler.lines))
