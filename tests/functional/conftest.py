@@ -21,6 +21,14 @@ def lake_target(metadata: str, data_path: str) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _the_test_session_first(spark):  # type: ignore[no-untyped-def]
+    """The process has one SparkSession, built by whoever asks first. dbt would build it
+    from a profile (without the S3A jars the S3 tests need on the JVM from its start), so
+    the suite's own session fixture (tests/conftest.py) builds it before any dbt run."""
+    return spark
+
+
 @pytest.fixture(scope="class")
 def dbt_profile_target(tmp_path_factory):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("lake")
