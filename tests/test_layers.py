@@ -99,7 +99,7 @@ LAKE_LAYERS = (
     ("table_edits", "data_edits", "conflicts", "maintenance"),
     ("commit_data", "commit_maintenance", "commit"),
     ("transaction",),
-    ("lake", "__init__"),
+    ("lake", "__init__", "stage", "publish"),
 )
 # the packages, bottom first (design.md): lake < spark < the adapter
 PACKAGE_LAYERS = ("lake", "spark", "adapter")

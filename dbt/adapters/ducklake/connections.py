@@ -26,6 +26,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
 from .__version__ import version as adapter_version
+from .atomic import publish_mode, staged_lake
 from .credentials import DucklakeCredentials
 from .lake import Lake, LakeError, Snapshot, parse_metadata
 from .spark.engine import CommitInfo
@@ -106,14 +107,20 @@ class LakeHandle:
         if location.backend == "sqlite" and credentials.data_path:
             # the embedded default: a new project's lake folder is created on first use
             os.makedirs(os.path.dirname(os.path.abspath(location.sqlite_path)), exist_ok=True)
-        with _OPENING:  # dbt threads open connections together; one creates the lake
-            # the catalog first: a wrong URL fails in a second, before a JVM starts
-            self.lake = Lake.open(
+
+        def open_real() -> Lake:
+            return Lake.open(
                 credentials.metadata,
                 data_path=credentials.data_path,
                 metadata_schema=credentials.metadata_schema,
                 files=credentials.file_io(),
             )
+
+        with _OPENING:  # dbt threads open connections together; one creates the lake
+            # the catalog first: a wrong URL fails in a second, before a JVM starts
+            mode = publish_mode(credentials.publish)
+            staged = staged_lake(mode, dbt_command(), open_real)
+            self.lake = staged if staged is not None else open_real()
         # a lake created elsewhere (DuckDB) may store a relative data path
         credentials.require_shared(self.lake.data_path, "the lake's stored data_path")
         config = credentials.session_config(self.lake.data_path)
@@ -180,7 +187,7 @@ def dbt_command() -> str | None:
     return getattr(get_flags(), "WHICH", None)
 
 
-def commit_extra_info(target: str | None, **fields: str) -> str:
+def commit_extra_info(target: str | None, **fields: Any) -> str:
     """The JSON extra info of a snapshot dbt writes: always the invocation id, the
     target and the versions; `fields` say which node or operation wrote it."""
     from dbt.version import __version__ as dbt_version
@@ -252,6 +259,9 @@ class DucklakeConnectionManager(SQLConnectionManager):
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:
         snapshot = getattr(cursor, "snapshot", None)
+        if snapshot is not None and getattr(cursor.handle.lake, "staged_from", None) is not None:
+            # publish: atomic — the snapshot is the staging copy's, published at the end
+            return AdapterResponse(_message="OK (staged)", code="OK", rows_affected=-1)
         if snapshot is not None:
             return AdapterResponse(
                 _message=f"OK (snapshot {snapshot.snapshot_id})", code="OK", rows_affected=-1

@@ -12,6 +12,7 @@ from typing import Any
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtConfigError
 
+from .atomic import PUBLISH_MODES
 from .lake import FileIO, LakeError, S3Settings, Secrets, parse_metadata
 from .spark.session import SessionConfig
 from .spark.storage import s3_jars, uses_s3, with_s3_jars
@@ -35,6 +36,9 @@ class DucklakeCredentials(Credentials):
     s3_access_key_id: str | None = None
     s3_secret_access_key: str | None = None
     s3_url_style: str | None = None  # path | vhost
+    # per_node: each node's build is its own snapshot; atomic: a build publishes all its
+    # nodes in one snapshot, only when everything passed (atomic.py)
+    publish: str = "per_node"
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -59,6 +63,7 @@ class DucklakeCredentials(Credentials):
             "s3_endpoint",
             "s3_region",
             "s3_url_style",
+            "publish",
         )
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
@@ -111,6 +116,11 @@ class DucklakeCredentials(Credentials):
             self.require_shared(self.data_path, "data_path")
         for problem in self.s3_settings().problems():
             raise DbtConfigError(f"ducklake profile: {problem}")
+        if self.publish not in PUBLISH_MODES:
+            raise DbtConfigError(
+                f"ducklake profile: publish {self.publish!r} is not a publish mode; accepted: "
+                f"{', '.join(PUBLISH_MODES)}"
+            )
         if self.author is None:
             self.author = _os_user()
 

@@ -25,6 +25,7 @@ from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.errors import PySparkException
 
+from .atomic import finish
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
@@ -111,6 +112,14 @@ class DucklakeAdapter(SQLAdapter):
     @classmethod
     def convert_datetime_type(cls, agate_table: Any, col_idx: int) -> str:
         return "timestamp"
+
+    def cleanup_connections(self) -> None:
+        """dbt's end of an invocation: an atomic build publishes (or discards) here."""
+        creds = self.config.credentials
+        try:
+            finish(creds.author, getattr(self.config, "target_name", None), commit_extra_info)
+        finally:
+            super().cleanup_connections()
 
     # -- metadata from the lake -------------------------------------------------------
     def _handle(self) -> LakeHandle:

@@ -62,9 +62,11 @@ if TYPE_CHECKING:
         Flush,
         InsertInlined,
     )
+    from .publish import publish, staged_files
     from .reader import CatalogReader
     from .rows import decode_default
     from .secrets import Secrets
+    from .stage import drop_stage, open_stage
     from .staged import StagedTable
     from .transaction import Transaction
     from .types import (
@@ -114,6 +116,10 @@ _HOME = {
     "InlinedRow": "models",
     "InvalidChangeError": "errors",
     "Lake": "lake",
+    "publish": "publish",
+    "staged_files": "publish",
+    "open_stage": "stage",
+    "drop_stage": "stage",
     "LakeError": "errors",
     "MetadataConfigError": "errors",
     "NESTED_TYPES": "types",
@@ -210,6 +216,7 @@ __all__ = [
     "decimal_params",
     "decode_default",
     "decode_scalar",
+    "drop_stage",
     "duckdb_type",
     "expire_snapshots",
     "find_orphans",
@@ -221,14 +228,17 @@ __all__ = [
     "merge_min",
     "name_problem",
     "normalize_path",
+    "open_stage",
     "parse_interval",
     "parse_metadata",
     "parse_size",
     "parse_type",
+    "publish",
     "qualified_name",
     "remove_folders",
     "resolve_option",
     "rewrite_groups",
+    "staged_files",
     "stats_string",
     "tables_in_scope",
 ]

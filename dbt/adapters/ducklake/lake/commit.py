@@ -72,22 +72,36 @@ def commit_plan(store: Store, plan: CommitPlan, name_of: Callable[[int], str]) -
     """
     intent = intent_of(plan)
     base_id = plan.base.snapshot_id
-    attempt = 0
+
+    def attempt(conn: Connection) -> Snapshot | None:
+        latest = store.latest_snapshot(conn)
+        if latest.snapshot_id != base_id:
+            others = store.snapshots_after(conn, base_id)
+            deleted = lambda: store.files_deleted_after(conn, base_id)  # noqa: E731
+            check_conflicts(intent, others, deleted, name_of)
+        return apply_plan(store, conn, latest, plan)
+
+    snapshot = write_with_retries(store, attempt)
+    if store.commit_log is not None:  # a staging copy remembers what to publish
+        store.commit_log.append((snapshot.snapshot_id if snapshot else -1, plan))
+    return snapshot
+
+
+def write_with_retries(
+    store: Store, attempt: Callable[[Connection], Snapshot | None]
+) -> Snapshot | None:
+    """Run `attempt` in a write transaction until no other writer takes our snapshot id."""
+    tries = 0
     while True:
         try:
             with store.write_connection() as conn:
-                latest = store.latest_snapshot(conn)
-                if latest.snapshot_id != base_id:
-                    others = store.snapshots_after(conn, base_id)
-                    deleted = lambda: store.files_deleted_after(conn, base_id)  # noqa: E731
-                    check_conflicts(intent, others, deleted, name_of)
-                return apply_plan(store, conn, latest, plan)
+                return attempt(conn)
         except DBAPIError as exc:
-            if not is_snapshot_collision(exc) or attempt + 1 >= MAX_RETRIES:
+            if not is_snapshot_collision(exc) or tries + 1 >= MAX_RETRIES:
                 raise
-            wait = RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF**attempt
-            attempt += 1
-            log.debug("DuckLake commit collided (attempt %s); retrying in %.2fs", attempt, wait)
+            wait = RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF**tries
+            tries += 1
+            log.debug("DuckLake commit collided (attempt %s); retrying in %.2fs", tries, wait)
             time.sleep(wait)
 
 
@@ -97,12 +111,7 @@ def apply_plan(
     ctx = CommitContext(store, conn, latest, plan)
     if plan.new_snapshot:
         ctx.begin_snapshot(catalog_changed=bool(plan.catalog_ops))
-    for op in plan.catalog_ops:
-        ctx.apply_catalog(op)
-    for data_op in plan.data_ops:
-        ctx.apply_data(data_op)
-    for option in plan.option_ops:
-        ctx.set_option(option)
+    ctx.apply_ops(plan)
     if not plan.new_snapshot:
         return None
     return ctx.end_snapshot(plan)
@@ -170,6 +179,16 @@ class CommitContext(DataWriter):
         )
 
     # -- dispatch ------------------------------------------------------------------
+    def apply_ops(self, plan: CommitPlan) -> None:
+        """Write one plan's rows into this snapshot (a publish writes several)."""
+        self.tables = {t.uuid: t for t in plan.tables}
+        for op in plan.catalog_ops:
+            self.apply_catalog(op)
+        for data_op in plan.data_ops:
+            self.apply_data(data_op)
+        for option in plan.option_ops:
+            self.set_option(option)
+
     def apply_catalog(self, op: CatalogOp) -> None:
         match op:
             case CreateSchema():
@@ -408,7 +427,7 @@ class CommitContext(DataWriter):
 
     # -- views and options ---------------------------------------------------------
     def create_view(self, op: CreateView) -> None:
-        view_id = self.catalog_id()
+        view_id = self.view_ids[op.uuid] = self.catalog_id()
         self.run(
             f"INSERT INTO {self.t('ducklake_view')} VALUES (:id, :uuid, :snap, NULL, :sid, "
             ":name, :dialect, :sql, :aliases)",

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from . import metadata_ddl as ddl
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
+from .errors import InvalidChangeError
 from .models import Change, Column, Snapshot
 from .options import OptionRow, resolve_option
 from .plan import CommitPlan, DataFileSpec, DeleteFileSpec, SchemaRef, TableRef
@@ -50,6 +51,8 @@ class DataWriter:
         self.tables = {t.uuid: t for t in plan.tables}
         self.table_ids: dict[str, int] = {}  # uuid -> id of tables created here
         self.schema_ids: dict[str, int] = {}  # uuid -> id of schemas created here
+        self.view_ids: dict[str, int] = {}  # uuid -> id of views created here
+        self.file_ids: dict[str, int] = {}  # path -> id of data files added here
         self.snapshot_id = latest.snapshot_id + 1
         self.schema_version = latest.schema_version
         self.next_catalog_id = latest.next_catalog_id
@@ -122,6 +125,19 @@ class DataWriter:
         if not _can_inline(self.backend, t.columns):
             return None
         name = ddl.inlined_table_name(table_id, self.schema_version)
+        if self.new_inlined.get(table_id) == name:
+            # a publish applies several plans in one snapshot, so one version number:
+            # the later layout replaces the earlier one while it holds no rows
+            if self.run(f"SELECT 1 FROM {self.t(name)} LIMIT 1").first() is not None:
+                raise InvalidChangeError(
+                    f"table {t.qualified_name}: its columns changed after rows were inlined "
+                    "in the same snapshot; publish the two changes separately"
+                )
+            self.conn.exec_driver_sql(f"DROP TABLE {self.t(name)}")
+            self.run(
+                f"DELETE FROM {self.t('ducklake_inlined_data_tables')} WHERE table_name = :n",
+                {"n": name},
+            )
         cols = [(c.name, c.type) for c in t.columns]
         self.conn.exec_driver_sql(
             ddl.create_inlined_data_table(self.backend, self.lake.metadata_schema, name, cols)
@@ -260,6 +276,7 @@ class DataWriter:
                 stats.file_size_bytes += f.file_size_bytes
             stats.dirty = True
             file_rows.append(self._file_row(table_id, fid, f, row_id_start, partition_id))
+            self.file_ids[f.path] = fid
             stat_rows += self._file_stat_rows(table_id, fid, f)
             for cid, cs in f.column_stats.items():
                 if cid in leaves:

@@ -64,6 +64,10 @@ class Store:
         # how the data path's files are reached (local disk, S3)
         self.files = FileIO()
         self._existing_tables: set[str] = set()
+        # a staging copy of another catalog (write-audit-publish, publish.py): the real
+        # catalog's snapshot it was copied at, and every plan committed here, in order
+        self.staged_from: int | None = None
+        self.commit_log: list[tuple[int, Any]] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod

@@ -87,8 +87,11 @@ class Transaction(TableEdits, DataEdits):
         """Snapshot id to write into `_ducklake_internal_snapshot_id` of new rows.
 
         Like DuckDB, files are stamped with base + 1 when written and are not rewritten
-        if a retry commits under a later id.
+        if a retry commits under a later id. A staging copy stamps the real catalog's
+        base + 1: its publish snapshot is that id or later, never earlier.
         """
+        if self.lake.staged_from is not None:
+            return self.lake.staged_from + 1
         return self.base.snapshot_id + 1
 
     # -- context manager -------------------------------------------------------------
