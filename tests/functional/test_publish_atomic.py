@@ -182,6 +182,14 @@ def _build(project: Path, round_: int, *extra: str) -> tuple[bool, list[str]]:
     return bool(result.success), lines
 
 
+def _show(project: Path, sql: str) -> list[tuple[Any, ...]]:
+    """`dbt show --inline` (never staged: it reads the published lake)."""
+    args = ["show", "--inline", sql, "--project-dir", str(project), "--profiles-dir", str(project)]
+    result = dbtRunner().invoke([*args, "--vars", json.dumps({"round": 3})])
+    assert result.success, result.exception
+    return [tuple(row) for row in result.result.results[0].agate_table.rows]
+
+
 def _read(catalog: Catalog) -> dict[str, list[tuple[Any, ...]]]:
     """Every relation as DuckDB reads it from a fresh attach (the latest snapshot)."""
     con = duck.connect()
@@ -320,7 +328,12 @@ def test_atomic_build_publishes_once_or_not_at_all(
     assert nodes["model.wap.orders_v"] == "view"
     assert nodes["seed.wap.orders"] == "seed"
     assert any(uid.startswith("test.") for uid in nodes)
+    # time travel by run: each atomic build is one snapshot
+    first_run = json.loads(lake.snapshots()[-2].commit_extra_info or "{}")["invocation_id"]
     lake.close()
+    for invocation, rows in ((first_run, 30), (extra["invocation_id"], 40)):
+        at = f"{{{{ ducklake_at(ref('orders_inc'), invocation_id='{invocation}') }}}}"
+        assert _show(project, f"select count(*) as n from {at}") == [(rows,)]
 
 
 def test_other_writers_mid_build(catalog: Catalog, project: Path) -> None:

@@ -131,6 +131,7 @@ def finish(author: str | None, target: str | None, extra_info: Callable[..., str
         _publish_or_discard(build, author, target, extra_info)
     finally:
         drop_stage(build.stage)
+        build.real.close()
 
 
 def _publish_or_discard(

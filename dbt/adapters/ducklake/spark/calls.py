@@ -38,6 +38,13 @@ def is_call(text: str) -> bool:
 
 def run_call(spark: SparkSession, lake: Lake, commit: CommitInfo, text: str) -> DataFrame | None:
     """Run one CALL / CHECKPOINT statement; a DataFrame of its result rows, if any."""
+    if lake.staged_from is not None:
+        # maintenance rewrites and deletes files of the real catalog's snapshots
+        raise CallError(
+            f"{text.split('(')[0].strip()}: lake maintenance does not run inside a "
+            "`publish: atomic` build (it writes to a staging copy); run it in a "
+            "separate invocation (dbt run-operation, or --vars '{ducklake_publish: per_node}')"
+        )
     if _CHECKPOINT.match(text):
         mt.checkpoint(spark, lake, commit)
         return None
