@@ -372,3 +372,19 @@ def test_other_writers_mid_build(catalog: Catalog, project: Path) -> None:
     assert final["__snapshot__"][0][0] == after["__snapshot__"][0][0] + 1  # DuckDB's only
     assert [r for r in final["orders_inc"] if r[0] == 1] == []
     assert _stage_leftovers(catalog) == []
+
+
+def test_a_failing_on_run_end_hook_publishes_nothing(
+    sqlite_catalog: Catalog, tmp_path: Path
+) -> None:
+    """Hooks are part of the build: on-run-end runs against the copy, before the publish."""
+    project = _project(tmp_path / "project", sqlite_catalog, "atomic")
+    with (project / "dbt_project.yml").open("a") as f:
+        f.write('on-run-end: ["select * from wap.no_such_table"]\n')
+    ok, lines = _build(project, 1, "--select", "orders")
+    assert not ok
+    said = [line for line in lines if "nothing published" in line]
+    assert said and "on-run-end" in said[0], "\n".join(lines)
+    lake = Lake.open(sqlite_catalog.metadata)
+    assert [s.snapshot_id for s in lake.snapshots()] == [0]
+    lake.close()

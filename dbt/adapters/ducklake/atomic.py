@@ -53,12 +53,9 @@ def publish_mode(profile_value: str) -> str:
 
 
 @dataclass
-class Build:
-    """One staged invocation: the real catalog, its copy, and what dbt reported."""
+class Outcomes:
+    """What dbt's events said about an invocation's nodes and hooks."""
 
-    real: Lake
-    stage: Lake
-    command: str
     started: dict[str, str] = field(default_factory=dict)  # unique id -> materialization
     finished: dict[str, str] = field(default_factory=dict)  # unique id -> status
     failed_hooks: list[str] = field(default_factory=list)
@@ -95,6 +92,16 @@ class Build:
             ]
 
 
+@dataclass
+class Build:
+    """One staged invocation: the real catalog, its copy, and what dbt reported."""
+
+    real: Lake
+    stage: Lake
+    command: str
+    outcomes: Outcomes = field(default_factory=Outcomes)
+
+
 _BUILDS: dict[str, Build] = {}
 _BUILDS_LOCK = threading.Lock()
 
@@ -110,7 +117,7 @@ def staged_lake(mode: str, command: str | None, open_real: Callable[[], Lake]) -
         if build is None:
             real = open_real()
             build = Build(real, open_stage(real, invocation), command or "build")
-            get_event_manager().add_callback(build.observe)
+            get_event_manager().add_callback(build.outcomes.observe)
             _BUILDS[invocation] = build
             logger.info(
                 f"publish: atomic — nodes build into a staging copy of the catalog "
@@ -126,7 +133,7 @@ def finish(author: str | None, target: str | None, extra_info: Callable[..., str
     if build is None:
         return
     with contextlib.suppress(ValueError):  # dbt may have reset its callbacks already
-        get_event_manager().callbacks.remove(build.observe)
+        get_event_manager().callbacks.remove(build.outcomes.observe)
     try:
         _publish_or_discard(build, author, target, extra_info)
     finally:
@@ -138,7 +145,7 @@ def _publish_or_discard(
     build: Build, author: str | None, target: str | None, extra_info: Callable[..., str]
 ) -> None:
     interrupted = sys.exc_info()[1]  # cleanup runs in dbt's `finally`
-    failed = build.failures()
+    failed = build.outcomes.failures()
     if interrupted is not None or failed:
         why = f"{len(failed)} failed" if failed else f"interrupted ({type(interrupted).__name__})"
         _discard(build, f"nothing published: {why}" + _listed(failed))
@@ -153,7 +160,7 @@ def _publish_or_discard(
             author=author,
             message=f"dbt {build.command} {invocation}",
             extra_info=extra_info(
-                target, command=build.command, publish="atomic", nodes=build.nodes()
+                target, command=build.command, publish="atomic", nodes=build.outcomes.nodes()
             ),
         )
     except LakeError as exc:
@@ -164,7 +171,7 @@ def _publish_or_discard(
         return
     logger.info(
         f"published snapshot {snapshot.snapshot_id}: {len(plans)} staged commit(s) of "
-        f"{len(build.finished)} node(s) in one snapshot"
+        f"{len(build.outcomes.finished)} node(s) in one snapshot"
     )
 
 

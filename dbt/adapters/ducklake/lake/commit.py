@@ -82,8 +82,10 @@ def commit_plan(store: Store, plan: CommitPlan, name_of: Callable[[int], str]) -
         return apply_plan(store, conn, latest, plan)
 
     snapshot = write_with_retries(store, attempt)
-    if store.commit_log is not None:  # a staging copy remembers what to publish
-        store.commit_log.append((snapshot.snapshot_id if snapshot else -1, plan))
+    if store.commit_log is not None:  # a staging copy remembers what to publish, in order
+        # (options alone make no snapshot: they follow the snapshot they were based on)
+        order = snapshot.snapshot_id if snapshot else plan.base.snapshot_id + 0.5
+        store.commit_log.append((order, plan))
     return snapshot
 
 

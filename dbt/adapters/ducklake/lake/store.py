@@ -67,7 +67,7 @@ class Store:
         # a staging copy of another catalog (write-audit-publish, publish.py): the real
         # catalog's snapshot it was copied at, and every plan committed here, in order
         self.staged_from: int | None = None
-        self.commit_log: list[tuple[int, Any]] | None = None
+        self.commit_log: list[tuple[float, Any]] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
