@@ -191,12 +191,15 @@ def _show(project: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _read(catalog: Catalog) -> dict[str, list[tuple[Any, ...]]]:
-    """Every relation as DuckDB reads it from a fresh attach (the latest snapshot)."""
+    """Every relation as DuckDB reads it from a fresh attach (the latest snapshot), in
+    one DuckDB transaction: one snapshot for every query."""
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)
+    con.execute("BEGIN TRANSACTION")
     out = {"__snapshot__": con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchall()}
     for name, cols in RELATIONS.items():
         out[name] = sorted(con.execute(f"SELECT {cols} FROM lake.{SCHEMA}.{name}").fetchall())
+    con.execute("COMMIT")
     con.close()
     return out
 

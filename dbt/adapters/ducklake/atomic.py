@@ -126,7 +126,12 @@ def staged_lake(mode: str, command: str | None, open_real: Callable[[], Lake]) -
         return build.stage
 
 
-def finish(author: str | None, target: str | None, extra_info: Callable[..., str]) -> None:
+def finish(
+    author: str | None,
+    target: str | None,
+    extra_info: Callable[..., str],
+    mask: Callable[[str], str],
+) -> None:
     """End of a staged invocation: publish in one snapshot, or discard everything."""
     with _BUILDS_LOCK:
         build = _BUILDS.pop(get_invocation_id(), None)
@@ -135,14 +140,18 @@ def finish(author: str | None, target: str | None, extra_info: Callable[..., str
     with contextlib.suppress(ValueError):  # dbt may have reset its callbacks already
         get_event_manager().callbacks.remove(build.outcomes.observe)
     try:
-        _publish_or_discard(build, author, target, extra_info)
+        _publish_or_discard(build, author, target, extra_info, mask)
     finally:
         drop_stage(build.stage)
         build.real.close()
 
 
 def _publish_or_discard(
-    build: Build, author: str | None, target: str | None, extra_info: Callable[..., str]
+    build: Build,
+    author: str | None,
+    target: str | None,
+    extra_info: Callable[..., str],
+    mask: Callable[[str], str],
 ) -> None:
     interrupted = sys.exc_info()[1]  # cleanup runs in dbt's `finally`
     failed = build.outcomes.failures()
@@ -163,9 +172,10 @@ def _publish_or_discard(
                 target, command=build.command, publish="atomic", nodes=build.outcomes.nodes()
             ),
         )
-    except LakeError as exc:
-        _discard(build, f"nothing published: {exc}")
-        raise DbtRuntimeError(f"publish: atomic: nothing published: {exc}") from None
+    except Exception as exc:  # a conflict, or the catalog failing: rolled back either way
+        text = mask(str(exc) if isinstance(exc, LakeError) else f"{type(exc).__name__}: {exc}")
+        _discard(build, f"nothing published: {text}")
+        raise DbtRuntimeError(f"publish: atomic: nothing published: {text}") from None
     if snapshot is None:
         logger.info("publish: atomic — the build changed nothing; no snapshot")
         return

@@ -117,7 +117,8 @@ class DucklakeAdapter(SQLAdapter):
         """dbt's end of an invocation: an atomic build publishes (or discards) here."""
         creds = self.config.credentials
         try:
-            finish(creds.author, getattr(self.config, "target_name", None), commit_extra_info)
+            target = getattr(self.config, "target_name", None)
+            finish(creds.author, target, commit_extra_info, creds.secrets().mask)
         finally:
             super().cleanup_connections()
 
