@@ -12,7 +12,7 @@ from typing import Any
 from dbt.adapters.contracts.connection import Credentials
 from dbt_common.exceptions import DbtConfigError
 
-from .atomic import PUBLISH_MODES
+from .atomic import check_mode
 from .lake import FileIO, LakeError, S3Settings, Secrets, parse_metadata
 from .spark.session import SessionConfig
 from .spark.storage import s3_jars, uses_s3, with_s3_jars
@@ -116,11 +116,7 @@ class DucklakeCredentials(Credentials):
             self.require_shared(self.data_path, "data_path")
         for problem in self.s3_settings().problems():
             raise DbtConfigError(f"ducklake profile: {problem}")
-        if self.publish not in PUBLISH_MODES:
-            raise DbtConfigError(
-                f"ducklake profile: publish {self.publish!r} is not a publish mode; accepted: "
-                f"{', '.join(PUBLISH_MODES)}"
-            )
+        check_mode(self.publish, "profile field publish")
         if self.author is None:
             self.author = _os_user()
 

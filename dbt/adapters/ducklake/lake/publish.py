@@ -10,17 +10,18 @@ rules, against the snapshots committed since the copy) publishes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .codec import as_bool
 from .commit import CommitContext, write_with_retries
 from .conflicts import ChangeSet, Intent, check_conflicts, intent_of
-from .errors import CatalogNotFoundError, InvalidChangeError
-from .maintenance import table_roots
+from .errors import InvalidChangeError
+from .maintenance import absolute_path, table_roots
 from .models import Snapshot
 from .plan import (
     AddDeleteFiles,
@@ -104,7 +105,8 @@ def publish(
         return None
     base = stage.snapshot(stage.staged_from)
     built = built_ids(stage, base)
-    name_of = _namer(CatalogReader(real, base))
+    # conflicts name tables and views that existed when the build began
+    name_of = CatalogReader(real, base).entry_name
     intent = combined_intent(plans, built)
     header = CommitPlan(base, author, message, extra_info, (), (), (), ())
     new_snapshot = any(p.new_snapshot for p in plans)
@@ -123,20 +125,6 @@ def publish(
         return ctx.end_snapshot(header) if new_snapshot else None
 
     return write_with_retries(real, attempt)
-
-
-def _namer(catalog: CatalogReader) -> Callable[[int], str]:
-    """Conflicts name tables and views that existed when the build began."""
-
-    def name_of(entry_id: int) -> str:
-        try:
-            info = catalog.table_by_id(entry_id)
-            return f"{info.schema_name}.{info.name}"
-        except CatalogNotFoundError:
-            views = [v for v in catalog.views() if v.view_id == entry_id]
-            return f"{views[0].schema_name}.{views[0].name}" if views else f"entry {entry_id}"
-
-    return name_of
 
 
 def _refuse_maintenance(plans: Sequence[CommitPlan]) -> None:
@@ -268,20 +256,14 @@ def staged_files(stage: Store) -> list[str]:
             {"f": base.next_file_id},
         ).fetchall()
     paths = {_absolute(stage, roots, r.table_id, r.path, r.path_is_relative) for r in rows}
-    paths |= {stage.data_path + r.path if _true(r.path_is_relative) else r.path for r in scheduled}
+    paths |= {absolute_path(stage, r.path, r.path_is_relative) for r in scheduled}
     return sorted(paths)
 
 
 def _absolute(
     stage: Store, roots: dict[int, tuple[str, bool]], table_id: int, path: str, relative: Any
 ) -> str:
-    if not _true(relative):
+    if not as_bool(relative):
         return path
     root, root_relative = roots.get(table_id, ("", True))
     return stage.data_path + root + path if root_relative else root + path
-
-
-def _true(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.lower() in ("1", "t", "true")
-    return bool(value)

@@ -178,6 +178,15 @@ class CatalogReader:
             f"table id {table_id} does not exist at snapshot {self.snapshot_id}"
         )
 
+    def entry_name(self, entry_id: int) -> str:
+        """`schema.name` of a table or view id (what conflict errors show)."""
+        try:
+            info = self.table_by_id(entry_id)
+            return f"{info.schema_name}.{info.name}"
+        except CatalogNotFoundError:
+            views = [v for v in self.views() if v.view_id == entry_id]
+            return f"{views[0].schema_name}.{views[0].name}" if views else f"entry id {entry_id}"
+
     def views(self, schema: str | None = None) -> list[ViewInfo]:
         where = " AND s.schema_name = :schema" if schema is not None else ""
         rows = self._query(

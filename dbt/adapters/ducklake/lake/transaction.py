@@ -455,13 +455,7 @@ class Transaction(TableEdits, DataEdits):
         for t in self._table_order:
             if t.table_id == entry_id:
                 return t.qualified_name
-        try:
-            info = self.catalog.table_by_id(entry_id)
-            return f"{info.schema_name}.{info.name}"
-        except CatalogNotFoundError:
-            pass
-        views = [v for v in self.catalog.views() if v.view_id == entry_id]
-        return f"{views[0].schema_name}.{views[0].name}" if views else f"entry id {entry_id}"
+        return self.catalog.entry_name(entry_id)
 
     def is_empty(self) -> bool:
         return not (self.catalog_changed() or self.data_ops or self.option_ops)
