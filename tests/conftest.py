@@ -29,7 +29,30 @@ def _pg_admin() -> psycopg.Connection:
     return psycopg.connect(PG_DSN, autocommit=True)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# Markers by folder and fixture (registered in pyproject.toml), so lanes are chosen with
+# `-m` and no test file has to remember them; files that spawn processes or kill loops
+# say `pytestmark = pytest.mark.slow` themselves.
+MARK_BY_FIXTURE = {"s3_server": "s3", "pg_catalog": "postgres", "connect_server": "slow"}
+MARK_BY_FOLDER = {"cluster": ("cluster", "slow")}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        marks = {mark for fixture, mark in MARK_BY_FIXTURE.items() if fixture in names}
+        marks.update(MARK_BY_FOLDER.get(item.path.parent.name, ()))
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            marks.add("property")
+        cls = getattr(item, "cls", None)
+        if cls is not None and any(
+            base.__module__.startswith("dbt.tests.adapter") for base in cls.__mro__
+        ):
+            marks.add("dbt_suite")
+        for mark in sorted(marks):
+            item.add_marker(mark)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def catalog(request: pytest.FixtureRequest, tmp_path) -> Iterator[Catalog]:
     yield from _make_catalog(request.param, tmp_path)
 

@@ -21,7 +21,7 @@ import yaml
 from tests.cluster.servers import (
     ConnectServer,
     Standalone,
-    executor_venv,
+    cached_executor_venv,
     start_connect,
     start_standalone,
 )
@@ -32,9 +32,9 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 
 @pytest.fixture(scope="session")
 def executor_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Built once per test session, away from the driver's venv."""
+    """Built once per machine and pyspark version, away from the driver's venv."""
     home = tmp_path_factory.mktemp("executor")
-    python = executor_venv(home / "venv")
+    python = cached_executor_venv()
     probe = "import importlib.util as u; print(u.find_spec('dbt'), u.find_spec('sqlalchemy'))"
     found = subprocess.run(
         [python, "-c", probe], capture_output=True, text=True, check=True, cwd=home

@@ -9,6 +9,7 @@ Every process is started directly as its JVM (`spark-class` and `spark-submit` e
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -33,6 +34,18 @@ def free_port(preferred: int = 0) -> int:
         except OSError:
             s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
+
+
+def cached_executor_venv() -> str:
+    """The executors' venv under a stable path keyed by the pyspark and Python versions
+    (`$XDG_CACHE_HOME/dbt-ducklake/`, else `~/.cache/dbt-ducklake/`), so test runs and
+    fresh clones on one machine build it once."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dbt-ducklake"
+    root.mkdir(parents=True, exist_ok=True)
+    version = f"pyspark-{pyspark.__version__}-py{sys.version_info[0]}.{sys.version_info[1]}"
+    with open(root / f"executor-venv-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once: one builds, the other waits
+        return executor_venv(root / f"executor-venv-{version}")
 
 
 def executor_venv(path: Path) -> str:
@@ -220,7 +233,7 @@ def start_connect(
 def _up(state: Path) -> None:
     if (state / "cluster.json").exists():
         sys.exit(f"a cluster from {state} may still run: ./dev cluster down first")
-    python = executor_venv(state / "executor-venv")
+    python = cached_executor_venv()
     # Spark's usual ports when free, so profiles can name them (sample_project's do)
     cluster = start_standalone(state, port=7077)
     try:

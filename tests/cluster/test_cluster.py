@@ -5,6 +5,7 @@ same steps on local[2] leave them."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -122,6 +123,14 @@ def _executor_pids(app_dir: Path) -> list[int]:
     return pids
 
 
+def _unfinished_tasks(executor_log: str) -> set[str]:
+    """Task ids the executor's log shows running and not yet finished: a kill now lands
+    inside a task (a kill after an early job's last task would hit an idle executor)."""
+    running = set(re.findall(r"Running task .*?\(TID (\d+)\)", executor_log))
+    finished = set(re.findall(r"Finished task .*?\(TID (\d+)\)", executor_log))
+    return running - finished
+
+
 def test_killing_an_executor_mid_write_commits_nothing_partial(
     standalone: Standalone, executor_python: str, tmp_path: Path
 ) -> None:
@@ -149,7 +158,7 @@ def test_killing_an_executor_mid_write_commits_nothing_partial(
     while killed is None and time.monotonic() < deadline and running.poll() is None:
         for app in set(apps.glob("app-*")) - known:
             logs = [p.read_text(errors="replace") for p in app.glob("*/stderr")]
-            if any("Running task" in log for log in logs):
+            if any(_unfinished_tasks(log) for log in logs):
                 pids = _executor_pids(app)
                 if pids:
                     os.kill(pids[0], signal.SIGKILL)

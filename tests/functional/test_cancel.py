@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from dbt.adapters.ducklake.lake import Lake
 
 # about 50 s per partition unless cancelled: each row sleeps 50 ms inside the job
@@ -26,6 +28,8 @@ SLOW = (
     "concat('slow', reflect('java.lang.Thread', 'sleep', cast(50 as bigint))) as name "
     "from range(0, 2000, 1, 2)"
 )
+
+pytestmark = pytest.mark.slow  # a dbt process interrupted at a measured moment
 
 
 def test_ctrl_c_cancels_the_running_job_and_commits_nothing(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 from tests.conftest import Catalog
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 PROJECTS = {"one": 1, "two": 2}  # project name (also its schema) -> tag in its rows
 BASE_ROWS = 60

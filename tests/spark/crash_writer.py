@@ -1,7 +1,11 @@
 """A writer process for the crash-safety test: runs numbered lake steps and says on stdout
 when each starts and ends, so the test can SIGKILL it inside a chosen kind of step.
 
-    python -m tests.spark.crash_writer METADATA DATA_PATH CONSOLE_LOG STEP [STEP ...]
+    python -m tests.spark.crash_writer METADATA DATA_PATH CONSOLE_LOG [STEP ...]
+
+Without STEPs on the command line the writer starts Spark, says `ready` and then reads
+them as one line from stdin: the test starts the next writer while the current one runs,
+so a kill does not wait for a JVM to start. An empty line ends it.
 
 A STEP is `<number>:<kind>`, or `<number>:expire:<below>` to expire the snapshots with
 ids under `below` (the ones the test has already read). Every other step commits as
@@ -81,8 +85,10 @@ def main(argv: list[str]) -> None:
             console_log=console_log,
         )
     )
-    lake = Lake.open(metadata, data_path=data_path)
     print("ready", flush=True)
+    if not steps:
+        steps = sys.stdin.readline().split()
+    lake = Lake.open(metadata, data_path=data_path)
     for step in steps:
         number_text, kind, *bound = step.split(":")
         number = int(number_text)

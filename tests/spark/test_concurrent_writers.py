@@ -27,11 +27,12 @@ import pytest
 from dbt.adapters.ducklake.lake import CommitConflictError, Lake
 from tests import duck
 from tests.conftest import Catalog
+from tests.sizes import size
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 WRITERS = 4
-COMMITS = 25
+COMMITS = size("DUCKLAKE_CONCURRENT_COMMITS", ci=12, full=25)  # per Spark writer
 INITIAL_KEYS = 20  # keys j = 0..19 of every writer exist before the writers start
 DUCK_WRITER = 9  # `writer` value of DuckDB's appends
 DUCK_MAX_OPS = 150  # DuckDB writes about once a second while the Spark writers run
@@ -55,7 +56,7 @@ def merges(worker: int) -> tuple[int, ...]:
     """Which commits of a writer are MERGEs. The first, at once in every writer, is the
     forced clash; the later ones are staggered between writers, since every clash re-runs
     a whole MERGE (the costly kind) and aligned MERGEs would mostly clash."""
-    return (1, 5 + 6 * worker)
+    return (1, 5 + (COMMITS - 1) // WRITERS * worker)
 
 
 def kind_of(worker: int, i: int) -> str:
