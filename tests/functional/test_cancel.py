@@ -29,7 +29,8 @@ SLOW = (
     "from range(0, 2000, 1, 2)"
 )
 
-pytestmark = pytest.mark.slow  # a dbt process interrupted at a measured moment
+# a dbt process interrupted at a measured moment, then timed
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_ctrl_c_cancels_the_running_job_and_commits_nothing(tmp_path: Path) -> None:

@@ -288,6 +288,7 @@ def project(catalog: Catalog, tmp_path: Path) -> Iterator[Path]:
     os.environ.pop("WAP_OTHER_WRITE", None)
 
 
+@pytest.mark.slow  # four builds and a polling DuckDB process: left out of --fast
 def test_atomic_build_publishes_once_or_not_at_all(
     catalog: Catalog, project: Path, tmp_path: Path, per_node_states: dict[int, Any]
 ) -> None:

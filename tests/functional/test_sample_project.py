@@ -11,6 +11,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from dbt.adapters.factory import reset_adapters
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
@@ -68,6 +69,7 @@ def _build(project: Path) -> None:
     assert result.success, result.exception
 
 
+@pytest.mark.slow  # the whole sample project, twice: left out of --fast
 def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, monkeypatch) -> None:
     project = tmp_path / "shop"
     shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns("lake", "target", "logs"))

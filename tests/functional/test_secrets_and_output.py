@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tests.conftest import Catalog
 
@@ -105,6 +106,7 @@ def _catalog_text(database: str) -> str:
         )
 
 
+@pytest.mark.slow  # dbt processes and a profile per secret: left out of --fast
 def test_no_secret_in_any_output_or_file(pg_catalog: Catalog, tmp_path: Path) -> None:
     root = tmp_path / "project"
     (root / "models").mkdir(parents=True)

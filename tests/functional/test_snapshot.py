@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.adapter.simple_snapshot.fixtures import (
@@ -38,6 +39,7 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
 from dbt.tests.util import check_relations_equal, run_dbt
 
 
+@pytest.mark.slow  # about 30 s of snapshot runs: left out of --fast
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
     pass
 
@@ -70,10 +72,12 @@ class TestSnapshotMultiUniqueKey(BaseSnapshotMultiUniqueKey):
     pass
 
 
+@pytest.mark.slow  # about 30 s of snapshot runs: left out of --fast
 class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
     pass
 
 
+@pytest.mark.slow  # about 30 s of snapshot runs: left out of --fast
 class TestSnapshotNewRecordCheckMode(BaseSnapshotNewRecordCheckMode):
     pass
 

@@ -66,6 +66,7 @@ def _compare(spark, sql: LakeSQL, con, alias: str, first: int, last: int) -> Non
             assert canon_rows(ours) == canon_rows(theirs), (feed, lo, hi)
 
 
+@pytest.mark.slow  # every window of a long history: left out of --fast
 def test_change_feed_matches_duckdb(spark, catalog: Catalog, tmp_path) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     ours = LakeSQL(spark, lake)

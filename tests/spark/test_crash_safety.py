@@ -32,7 +32,7 @@ from tests.conftest import Catalog
 from tests.sizes import size
 from tests.spark.crash_writer import DATA_KINDS, KINDS, duck_sql
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 KILLS = size("DUCKLAKE_CRASH_KILLS", ci=8, full=20)
 ROOT = Path(__file__).resolve().parents[2]

@@ -155,6 +155,7 @@ def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
     return sorted(r.rowid for r in scan_table(spark, lake, "main", "t", lineage=True).collect())
 
 
+@pytest.mark.slow  # hypothesis histories: left out of --fast
 @pytest.mark.parametrize("backend", BACKENDS)
 @twin_settings(max_examples=examples(2))
 @given(history=ops)

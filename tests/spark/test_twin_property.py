@@ -138,6 +138,7 @@ def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no
     return True
 
 
+@pytest.mark.slow  # hypothesis histories: left out of --fast
 @pytest.mark.parametrize("backend", BACKENDS)
 @twin_settings(max_examples=examples(10))
 @given(history=ops)

@@ -374,6 +374,7 @@ def _read(run: Any) -> Any:
         return exc
 
 
+@pytest.mark.slow  # a long corpus of views, each read twice: left out of --fast
 def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
     assert len(BODIES) >= 60
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
