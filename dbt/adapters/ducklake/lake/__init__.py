@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         InvalidChangeError,
         LakeError,
         MetadataConfigError,
+        UnsupportedFeatureError,
     )
     from .files import FileEntry, FileIO, S3Settings, is_url, normalize_path
     from .lake import Lake
@@ -102,6 +103,7 @@ _HOME = {
     "ColumnStats": "models",
     "CommitConflictError": "errors",
     "CommitMessageRequiredError": "errors",
+    "UnsupportedFeatureError": "errors",
     "DataFile": "models",
     "DataFileSpec": "plan",
     "DeleteFile": "models",
@@ -211,6 +213,7 @@ __all__ = [
     "TableInfo",
     "TableState",
     "Transaction",
+    "UnsupportedFeatureError",
     "ViewInfo",
     "cleanup_candidates",
     "decimal_params",

@@ -35,6 +35,11 @@ class CommitMessageRequiredError(LakeError):
     """The lake sets `require_commit_message` and the commit carries none."""
 
 
+class UnsupportedFeatureError(LakeError):
+    """The lake uses a DuckLake feature this project cannot read or write yet (encrypted
+    files, deletion vectors): refused before anything is read wrong or written."""
+
+
 class CommitConflictError(LakeError):
     """Another snapshot committed a logically conflicting change; nothing was committed."""
 

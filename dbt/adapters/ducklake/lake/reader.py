@@ -47,6 +47,7 @@ from .rows import (
     decode_default,
     delete_file_from_row,
     project,
+    refuse_unsupported_files,
 )
 from .store import Store, visible
 
@@ -330,9 +331,11 @@ class CatalogReader:
                 ORDER BY d.file_order, d.data_file_id""",
             tid=table.table_id,
         )
-        partition_values = self._partition_values(table.table_id, chosen)
+        values = self._partition_values(table.table_id, chosen)
         root = self.table_root(table)
-        return [data_file_from_row(r, root, partition_values.get(r.data_file_id, ())) for r in rows]
+        files = [data_file_from_row(r, root, values.get(r.data_file_id, ())) for r in rows]
+        refuse_unsupported_files(table.qualified_name, files)
+        return files
 
     def changed_files(
         self, table: TableInfo, start: int
@@ -377,7 +380,9 @@ class CatalogReader:
                 ORDER BY del.delete_file_id""",
             tid=table.table_id,
         )
-        return files, [d for r in deletes if (d := delete_file_from_row(r, root)) is not None]
+        found = [d for r in deletes if (d := delete_file_from_row(r, root)) is not None]
+        refuse_unsupported_files(table.qualified_name, [*files, *found])
+        return files, found
 
     def _partition_values(
         self, table_id: int, chosen: str = ""

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .codec import as_bool, decode_scalar
+from .errors import UnsupportedFeatureError
 from .models import Column, DataFile, DeleteFile
 
 DELETE_COLUMNS = """del.delete_file_id, del.data_file_id AS del_data_file_id,
@@ -64,6 +65,26 @@ def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = Non
         )
 
     return [make(r) for r in children.get(None, [])]
+
+
+def refuse_unsupported_files(table: str, files: Iterable[DataFile | DeleteFile]) -> None:
+    """Encrypted Parquet and deletion-vector (puffin) files, which DuckDB can write, are
+    not read here yet: refusing names the table and the feature instead of failing inside
+    Spark or reading them wrong."""
+    for file in files:
+        delete = file.delete_file if isinstance(file, DataFile) else file
+        if file.encryption_key or (delete is not None and delete.encryption_key):
+            raise UnsupportedFeatureError(
+                f"table {table} has encrypted files (an encrypted lake): reading and writing "
+                "encrypted Parquet is not supported by this adapter yet; nothing was read "
+                "or written"
+            )
+        if delete is not None and (delete.format or "parquet").lower() != "parquet":
+            raise UnsupportedFeatureError(
+                f"table {table} has deletion vectors ({delete.format} delete files, "
+                "written with write_deletion_vectors): they are not supported by this "
+                "adapter yet; nothing was read or written"
+            )
 
 
 def data_file_from_row(r: Any, root: str, partition_values: tuple[str | None, ...]) -> DataFile:

@@ -27,6 +27,7 @@ from ..lake import (
     Snapshot,
     StagedTable,
     Transaction,
+    UnsupportedFeatureError,
     parse_size,
     resolve_option,
 )
@@ -81,6 +82,13 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
             rows, key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
         )
 
+    if (opt("encrypted") or "false").lower() == "true":
+        # DuckDB refuses a file without a key in an encrypted lake: one plaintext file
+        # would break the table for it
+        raise UnsupportedFeatureError(
+            f"table {table.qualified_name} is in an encrypted lake: writing encrypted "
+            "Parquet files is not supported by this adapter yet; nothing was written"
+        )
     level = opt("parquet_compression_level")
     return WriteOptions(
         root=table.root,
