@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbt.adapters.factory import reset_adapters
 from dbt.cli.main import dbtRunner
 
 from dbt.adapters.ducklake.lake import Lake
@@ -206,6 +207,15 @@ def _read(catalog: Catalog) -> dict[str, list[tuple[Any, ...]]]:
 
 def _files(catalog: Catalog) -> set[str]:
     return {str(p) for p in Path(catalog.data_path).rglob("*") if p.is_file()}
+
+
+@pytest.fixture(autouse=True)
+def _forget_this_modules_adapter() -> Iterator[None]:
+    """dbt keeps one adapter per type in the process, and dbt-tests-adapter's project
+    fixture registers its own only when none is registered: a later test class on this
+    worker would otherwise run its setup SQL with this module's profile (schema `wap`)."""
+    yield
+    reset_adapters()
 
 
 @pytest.fixture(scope="module")
