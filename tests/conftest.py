@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -36,7 +38,34 @@ MARK_BY_FIXTURE = {"s3_server": "s3", "pg_catalog": "postgres", "connect_server"
 MARK_BY_FOLDER = {"cluster": ("cluster", "slow")}
 
 
+# Seconds each xdist scope (a test class, or a module of test functions) took in a
+# recent run (`python -m tests.lanes --save-durations`). The longest scopes go first, so
+# the two workers of the parallel lane finish together instead of one waiting for
+# another's last long module; a scope not listed counts as NEW_SCOPE_SECONDS.
+DURATIONS = Path(__file__).with_name("durations.json")
+NEW_SCOPE_SECONDS = 20.0
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit `--dist loadscope` keeps on one worker, as xdist derives it."""
+    return nodeid.split("[", 1)[0].rsplit("::", 1)[0]
+
+
+def _longest_scopes_first(items: list[pytest.Item]) -> None:
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(xdist_scope(item.nodeid), index)
+
+    def weight(pair: tuple[int, pytest.Item]) -> tuple[float, int, int]:
+        scope = xdist_scope(pair[1].nodeid)
+        return (-seconds.get(scope, NEW_SCOPE_SECONDS), first_seen[scope], pair[0])
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=weight)]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _longest_scopes_first(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         marks = {mark for fixture, mark in MARK_BY_FIXTURE.items() if fixture in names}
