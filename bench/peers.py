@@ -8,7 +8,9 @@ the same statements for each system, in one SparkSession:
   the updated ids spread over the table, then packed at its start (inside one file);
 - DELETE of 1% of the rows, spread (`id % 100 = 3`).
 Delta runs with deletion vectors on; Iceberg with format version 2 and merge-on-read
-for delete, update and merge. Every MERGE and DELETE starts from a freshly written
+for delete, update and merge. `ours_dv` is ours in a schema whose
+`write_deletion_vectors` option is on (puffin deletion vectors, not Parquet delete
+files). Every MERGE and DELETE starts from a freshly written
 table (not timed). Rounds rotate the systems' order; each figure is the median of
 `--repeat` rounds after one warm-up round. Bytes are the data bytes an operation adds
 to the table's folder (Parquet files, deletion vectors, delete files; never the logs or
@@ -55,7 +57,7 @@ MERGE = (
 )
 DELETE = "DELETE FROM {t} WHERE id % 100 = 3"
 DATA_SUFFIXES = (".parquet", ".bin", ".puffin")
-SYSTEMS = ("ours", "delta", "iceberg")
+SYSTEMS = ("ours", "ours_dv", "delta", "iceberg")
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
@@ -145,11 +147,15 @@ class Systems:
         self.root = root
         self.lake = Lake.open(f"sqlite:///{root}/meta.sqlite", data_path=f"{root}/data")
         self.sql = LakeSQL(spark, self.lake)
+        with self.lake.transaction() as tx:
+            tx.create_schema("dv", if_not_exists=True)
+            tx.set_option("write_deletion_vectors", "true", schema="dv")
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
 
     def folder(self, system: str, name: str) -> str:
         return {
             "ours": f"{self.root}/data/main/{name}",
+            "ours_dv": f"{self.root}/data/dv/{name}",
             "delta": f"{self.root}/delta/{name}",
             "iceberg": f"{self.root}/ice/db/{name}",
         }[system]
@@ -157,14 +163,15 @@ class Systems:
     def target(self, system: str, name: str) -> str:
         return {
             "ours": f"main.{name}",
+            "ours_dv": f"dv.{name}",
             "delta": f"delta.`{self.folder('delta', name)}`",
             "iceberg": f"ice.db.{name}",
         }[system]
 
     def write(self, system: str, name: str, df: DataFrame) -> None:
         self.drop(system, name)
-        if system == "ours":
-            create_table_as(self.lake, "main", name, df)
+        if system.startswith("ours"):
+            create_table_as(self.lake, self.target(system, name).split(".")[0], name, df)
         elif system == "delta":
             df.write.format("delta").save(self.folder("delta", name))
         else:
@@ -175,22 +182,22 @@ class Systems:
             ).tableProperty("write.merge.mode", "merge-on-read").create()
 
     def drop(self, system: str, name: str) -> None:
-        if system == "ours":
-            self.sql.execute(f"DROP TABLE IF EXISTS main.{name}")
+        if system.startswith("ours"):
+            self.sql.execute(f"DROP TABLE IF EXISTS {self.target(system, name)}")
         elif system == "iceberg":
             self.spark.sql(f"DROP TABLE IF EXISTS ice.db.{name} PURGE")
         shutil.rmtree(self.folder(system, name), ignore_errors=True)
 
     def read(self, system: str, name: str) -> DataFrame:
-        if system == "ours":
-            return scan_table(self.spark, self.lake, "main", name)
+        if system.startswith("ours"):
+            return scan_table(self.spark, self.lake, self.target(system, name).split(".")[0], name)
         if system == "delta":
             return self.spark.read.format("delta").load(self.folder("delta", name))
         return self.spark.table(self.target("iceberg", name))
 
     def run(self, system: str, statement: str, name: str) -> None:
         text = statement.format(t=self.target(system, name))
-        if system == "ours":
+        if system.startswith("ours"):
             self.sql.execute(text)
         else:
             self.spark.sql(text)
@@ -261,20 +268,25 @@ def measure(
 
 
 def report(figure: str, times: dict[str, float], added: dict[str, int] | None) -> None:
-    ours = times["ours"]
-    for peer in ("delta", "iceberg"):
-        time_ratio = ours / times[peer]
+    """Ours against each peer; `ours_dv` (deletion vectors) against Delta and against
+    ours with Parquet delete files, where deletes are written (MERGE, DELETE)."""
+    pairs = [("ours", "delta"), ("ours", "iceberg")]
+    if added is not None and added["ours"] != added["ours_dv"]:
+        pairs += [("ours_dv", "delta"), ("ours_dv", "ours")]
+    for mine, peer in pairs:
+        time_ratio = times[mine] / times[peer]
         line = (
-            f"{figure:<22} ours {ours:7.2f} s  {peer:<7} {times[peer]:7.2f} s  {time_ratio:5.2f}x"
+            f"{figure:<22} {mine:<7} {times[mine]:7.2f} s  {peer:<7} {times[peer]:7.2f} s"
+            f"  {time_ratio:5.2f}x"
         )
-        record("peers", f"{figure}: time vs {peer}", time_ratio, "x", "<= 1.0")
+        record("peers", f"{figure}: {mine} time vs {peer}", time_ratio, "x", "<= 1.0")
         if added is not None and added[peer]:
-            bytes_ratio = added["ours"] / added[peer]
+            bytes_ratio = added[mine] / added[peer]
             line += (
-                f"   data written {added['ours'] / 1e6:7.1f} MB vs {added[peer] / 1e6:7.1f} MB"
+                f"   data written {added[mine] / 1e6:7.1f} MB vs {added[peer] / 1e6:7.1f} MB"
                 f" {bytes_ratio:5.2f}x"
             )
-            record("peers", f"{figure}: bytes vs {peer}", bytes_ratio, "x", "<= 1.0")
+            record("peers", f"{figure}: {mine} bytes vs {peer}", bytes_ratio, "x", "<= 1.0")
         print(line)
 
 

@@ -92,7 +92,7 @@ def test_the_lake_package_check_sees_late_imports(tmp_path) -> None:
 ROOT = "dbt.adapters.ducklake"
 # the layers of lake/, bottom first: a module may import its own layer or a lower one
 LAKE_LAYERS = (
-    ("errors", "names", "options", "types", "secrets", "files"),
+    ("errors", "names", "options", "types", "secrets", "files", "deletion_vectors"),
     ("models", "connect", "changes_made", "codec", "metadata_ddl", "rows"),
     ("store",),
     ("plan", "staged", "reader"),

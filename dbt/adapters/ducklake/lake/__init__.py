@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from .changes_made import qualified_name
     from .codec import decode_scalar, stats_string
     from .connect import parse_metadata
+    from .deletion_vectors import (
+        CorruptDeletionVectorError,
+        encode_blob,
+        first_deletions,
+        is_deletion_vector,
+        read_vectors,
+    )
     from .errors import (
         CatalogExistsError,
         CatalogNotFoundError,
@@ -104,6 +111,11 @@ _HOME = {
     "CommitConflictError": "errors",
     "CommitMessageRequiredError": "errors",
     "UnsupportedFeatureError": "errors",
+    "CorruptDeletionVectorError": "deletion_vectors",
+    "encode_blob": "deletion_vectors",
+    "first_deletions": "deletion_vectors",
+    "is_deletion_vector": "deletion_vectors",
+    "read_vectors": "deletion_vectors",
     "DataFile": "models",
     "DataFileSpec": "plan",
     "DeleteFile": "models",
@@ -187,6 +199,7 @@ __all__ = [
     "ColumnStats",
     "CommitConflictError",
     "CommitMessageRequiredError",
+    "CorruptDeletionVectorError",
     "DataFile",
     "DataFileSpec",
     "DeleteFile",
@@ -221,10 +234,13 @@ __all__ = [
     "decode_scalar",
     "drop_stage",
     "duckdb_type",
+    "encode_blob",
     "expire_snapshots",
     "find_orphans",
+    "first_deletions",
     "forget_scheduled",
     "is_decimal",
+    "is_deletion_vector",
     "is_url",
     "merge_groups",
     "merge_max",
@@ -238,6 +254,7 @@ __all__ = [
     "parse_type",
     "publish",
     "qualified_name",
+    "read_vectors",
     "remove_folders",
     "resolve_option",
     "rewrite_groups",

@@ -369,7 +369,13 @@ class DataWriter:
         for f in files:
             begin, partial_max = f.begin_snapshot, f.partial_max
             old = existing.get(f.data_file_id)
-            if old is not None:
+            if old is not None and f.format == "puffin":  # no per-row snapshots: end the old
+                self.run(
+                    f"UPDATE {self.t('ducklake_delete_file')} SET end_snapshot = :snap "
+                    "WHERE delete_file_id = :id",
+                    {"snap": self.snapshot_id, "id": old.delete_file_id},
+                )
+            elif old is not None:
                 self.run(
                     f"DELETE FROM {self.t('ducklake_delete_file')} WHERE delete_file_id = :id",
                     {"id": old.delete_file_id},
@@ -393,11 +399,12 @@ class DataWriter:
                     "size": f.file_size_bytes,
                     "footer": f.footer_size,
                     "pmax": partial_max,
+                    "format": f.format,
                 }
             )
         self.run(
             f"INSERT INTO {self.t('ducklake_delete_file')} VALUES (:id, :tid, :begin, NULL, :fid, "
-            ":path, :rel, 'parquet', :dc, :size, :footer, NULL, :pmax)",
+            ":path, :rel, :format, :dc, :size, :footer, NULL, :pmax)",
             rows,
         )
         self.change("deleted_from_table", self.tid(t))

@@ -37,7 +37,7 @@ class CommitMessageRequiredError(LakeError):
 
 class UnsupportedFeatureError(LakeError):
     """The lake uses a DuckLake feature this project cannot read or write yet (encrypted
-    files, deletion vectors): refused before anything is read wrong or written."""
+    files): refused before anything is read wrong or written."""
 
 
 class CommitConflictError(LakeError):

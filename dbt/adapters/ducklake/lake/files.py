@@ -194,9 +194,19 @@ class FileIO:
         fs, inner = self._resolve(path)
         return pq.read_metadata(inner, filesystem=fs)
 
+    def read_bytes(self, path: str) -> bytes:
+        fs, inner = self._resolve(path)
+        with fs.open_input_stream(inner) as stream:
+            return bytes(stream.read())
+
     def read_table(self, path: str, columns: list[str] | None = None) -> pa.Table:
         fs, inner = self._resolve(path)
         return pq.read_table(inner, columns=columns, filesystem=fs)
+
+    def write_bytes(self, data: bytes, path: str) -> None:
+        fs, inner = self._for_writing(path)
+        with fs.open_output_stream(inner) as stream:
+            stream.write(data)
 
     def write_table(self, table: pa.Table, path: str, **options: Any) -> None:
         fs, inner = self._for_writing(path)

@@ -26,6 +26,7 @@ SETTABLE_OPTIONS = (
     "rewrite_delete_threshold",
     "sort_on_insert",
     "target_file_size",
+    "write_deletion_vectors",
 )
 
 

@@ -62,6 +62,9 @@ class DeleteFileSpec:
     # new positions with `Transaction.stamp_snapshot_id`)
     begin_snapshot: int | None = None
     partial_max: int | None = None
+    # puffin: a deletion vector, cumulative and without per-row snapshots; the live
+    # delete file it replaces is ended (not removed), so time travel keeps its deletes
+    format: str = "parquet"
 
 
 @dataclass(frozen=True)

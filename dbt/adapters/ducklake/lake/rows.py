@@ -68,9 +68,10 @@ def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = Non
 
 
 def refuse_unsupported_files(table: str, files: Iterable[DataFile | DeleteFile]) -> None:
-    """Encrypted Parquet and deletion-vector (puffin) files, which DuckDB can write, are
-    not read here yet: refusing names the table and the feature instead of failing inside
-    Spark or reading them wrong."""
+    """Encrypted Parquet, which DuckDB can write, is not read here yet: refusing names the
+    table and the feature instead of failing inside Spark or reading it wrong. (A puffin
+    deletion vector of an encrypted lake carries a key although DuckDB writes it in
+    plaintext; its data file is encrypted all the same.)"""
     for file in files:
         delete = file.delete_file if isinstance(file, DataFile) else file
         if file.encryption_key or (delete is not None and delete.encryption_key):
@@ -78,12 +79,6 @@ def refuse_unsupported_files(table: str, files: Iterable[DataFile | DeleteFile])
                 f"table {table} has encrypted files (an encrypted lake): reading and writing "
                 "encrypted Parquet is not supported by this adapter yet; nothing was read "
                 "or written"
-            )
-        if delete is not None and (delete.format or "parquet").lower() != "parquet":
-            raise UnsupportedFeatureError(
-                f"table {table} has deletion vectors ({delete.format} delete files, "
-                "written with write_deletion_vectors): they are not supported by this "
-                "adapter yet; nothing was read or written"
             )
 
 

@@ -18,6 +18,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -28,9 +29,13 @@ from ..lake import (
     Column,
     FileIO,
     decimal_params,
+    encode_blob,
+    first_deletions,
     is_decimal,
+    is_deletion_vector,
     merge_max,
     merge_min,
+    read_vectors,
     stats_string,
 )
 from .errors import UnsupportedTypeError
@@ -97,6 +102,7 @@ class WriteOptions:
     compression_level: int | None = None
     row_group_size: int = 122_880
     target_file_size: int = 512 * 1024 * 1024
+    deletion_vectors: bool = False  # write_deletion_vectors: puffin delete files
     # compressed bytes per row of the table's files so far, when it has enough of them
     bytes_per_row: float | None = None
 
@@ -429,6 +435,25 @@ class DeleteTarget:
     data_file: str  # absolute path of the data file, written into `file_path`
     old_delete_file: str | None  # its live delete file, merged into a partial one
     old_begin_snapshot: int | None
+    old_delete_format: str | None = None  # parquet, or puffin (a deletion vector)
+    write_vector: bool = False  # write a deletion vector (puffin), not Parquet
+
+
+def _old_deletes(target: DeleteTarget) -> dict[int, int]:
+    """Position -> deleting snapshot of the data file's live delete file."""
+    path = target.old_delete_file
+    assert path is not None and target.old_begin_snapshot is not None
+    if is_deletion_vector(target.old_delete_format):
+        vectors = read_vectors(target.files.read_bytes(path), path)
+        positions, snapshots = first_deletions(vectors, target.old_begin_snapshot)
+        return dict(zip(positions.tolist(), snapshots.tolist(), strict=True))
+    old = target.files.read_table(path)
+    old_pos = old.column("pos").to_pylist()
+    if "_ducklake_internal_snapshot_id" in old.column_names:
+        old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
+    else:
+        old_snap = [target.old_begin_snapshot] * len(old_pos)
+    return dict(zip(old_pos, old_snap, strict=True))
 
 
 def write_delete_file(
@@ -439,7 +464,10 @@ def write_delete_file(
     stamps: dict[int, int] | None = None,
 ) -> dict[str, Any]:
     """A positional delete file; partial (with snapshot ids) when one already existed, or
-    when `stamps` gives each position its own deleting snapshot (a flush)."""
+    when `stamps` gives each position its own deleting snapshot (a flush). With
+    `target.write_vector` (and no stamps), a deletion vector of old and new positions."""
+    if target.write_vector and stamps is None:
+        return _write_vector(target, positions)
     new = sorted(set(positions))
     name = f"ducklake-{uuid.uuid4()}-delete.parquet"
     path = target.root + name
@@ -452,13 +480,7 @@ def write_delete_file(
     else:
         merged: dict[int, int] = {}
         if target.old_delete_file is not None:
-            old = target.files.read_table(target.old_delete_file)
-            old_pos = old.column("pos").to_pylist()
-            if "_ducklake_internal_snapshot_id" in old.column_names:
-                old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
-            else:
-                old_snap = [target.old_begin_snapshot] * len(old_pos)
-            merged = dict(zip(old_pos, old_snap, strict=True))
+            merged = _old_deletes(target)
         for p in new:
             merged.setdefault(p, stamps[p] if stamps is not None else stamp)
         order = sorted(merged)
@@ -481,4 +503,25 @@ def write_delete_file(
         "footer_size": meta.serialized_size,
         "begin_snapshot": begin,
         "partial_max": partial_max,
+        "format": "parquet",
+    }
+
+
+def _write_vector(target: DeleteTarget, positions: Sequence[int]) -> dict[str, Any]:
+    """A `.puffin` deletion vector (one bare blob, as DuckDB 1.5 writes it) holding the
+    live delete file's positions too: its snapshot is the commit's, for all of them."""
+    merged = np.asarray(positions, np.int64)
+    if target.old_delete_file is not None:
+        merged = np.concatenate([merged, np.fromiter(_old_deletes(target), np.int64)])
+    blob = encode_blob(merged)
+    name = f"ducklake-{uuid.uuid4()}-delete.puffin"
+    target.files.write_bytes(blob, target.root + name)
+    return {
+        "path": name,
+        "delete_count": len(np.unique(merged)),
+        "file_size": len(blob),
+        "footer_size": 0,
+        "begin_snapshot": None,
+        "partial_max": None,
+        "format": "puffin",
     }

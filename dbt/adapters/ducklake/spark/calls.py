@@ -216,7 +216,9 @@ def _one(pos: list[Any], name: str) -> str | None:
 def _time(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
-    raise CallError(f"expected a time (now() - INTERVAL '7 days', or TIMESTAMP '…'), got {value!r}")
+    raise CallError(
+        f"expected a time (now(), now() - INTERVAL '7 days', or TIMESTAMP '…'), got {value!r}"
+    )
 
 
 def _frame(spark: SparkSession, rows: list[dict[str, Any]], schema: str) -> DataFrame:
@@ -270,6 +272,8 @@ def _value(text: str) -> Any:
         return int(text)
     if re.fullmatch(r"-?\d*\.\d+", text):
         return float(text)
+    if low in ("now()", "current_timestamp"):
+        return datetime.now(UTC)
     if (m := _NOW_MINUS.match(text)) is not None:
         return datetime.now(UTC) - parse_interval(m.group(1).replace("''", "'"))
     if low.startswith("timestamp") and (m := _TIMESTAMP.match(text)) is not None:

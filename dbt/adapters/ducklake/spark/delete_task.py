@@ -119,6 +119,7 @@ _ARROW_RESULT = pa.schema(
         ("footer_size", pa.int64()),
         ("begin_snapshot", pa.int64()),
         ("partial_max", pa.int64()),
+        ("format", pa.string()),
     ]
 )
 _DDL = {pa.int64(): "bigint", pa.string(): "string", pa.list_(pa.int64()): "array<bigint>"}

@@ -182,9 +182,10 @@ def stage_deletes(
     `on_repeat(its row id)`, the files written are removed, and nothing is staged.
     """
     assert table.table_id is not None
-    compression = write_options(lake, table).compression
+    options = write_options(lake, table)
+    compression = options.compression
     task = StageDeletesTask(
-        {f.data_file_id: _facts(f, table, lake.files) for f in scanned},
+        {f.data_file_id: _facts(f, table, lake.files, options.deletion_vectors) for f in scanned},
         inlining_limit(lake, table),
         tx.stamp_snapshot_id,
         compression,
@@ -234,7 +235,7 @@ def _stage_outcomes(
     return sum(r.n for r in by_file) + len(inlined)
 
 
-def _facts(f: DataFile, table: StagedTable, files: FileIO) -> FileFacts:
+def _facts(f: DataFile, table: StagedTable, files: FileIO, vectors: bool) -> FileFacts:
     """The task's view of a data file. Like DuckDB, only its delete file counts as rows
     already gone: a file with inlined deletes is not ended but gets the rest of its rows
     as deletes (DuckDB's change feed of an ended file does not apply inlined deletes)."""
@@ -248,6 +249,8 @@ def _facts(f: DataFile, table: StagedTable, files: FileIO) -> FileFacts:
             data_file=f.path,
             old_delete_file=old.path if old else None,
             old_begin_snapshot=old.begin_snapshot if old else None,
+            old_delete_format=old.format if old else None,
+            write_vector=vectors,
         ),
     )
 
@@ -262,4 +265,5 @@ def delete_file_spec(data_file_id: int, facts: dict[str, Any]) -> DeleteFileSpec
         footer_size=facts["footer_size"],
         begin_snapshot=facts["begin_snapshot"],
         partial_max=facts["partial_max"],
+        format=facts.get("format") or "parquet",
     )

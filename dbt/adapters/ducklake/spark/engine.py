@@ -97,6 +97,7 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
         compression_level=int(level) if level else None,
         row_group_size=int(opt("parquet_row_group_size", "122880") or 122880),
         target_file_size=parse_size(opt("target_file_size", "512MB") or "512MB"),
+        deletion_vectors=(opt("write_deletion_vectors") or "false").lower() == "true",
     )
 
 

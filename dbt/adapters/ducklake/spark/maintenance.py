@@ -207,6 +207,7 @@ def _flush_table(
             f.path,
             old.path if old else None,
             old.begin_snapshot if old else None,
+            old.format if old else None,
         )
         facts = write_delete_file(target, list(stamps), 0, compression, stamps)
         flush.file_deletes.append(delete_file_spec(f.data_file_id, facts))

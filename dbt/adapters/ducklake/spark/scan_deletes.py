@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 from ..lake import (
     DataFile,
     DeleteFile,
+    is_deletion_vector,
 )
 from .scan_files import (
     DELETE_SNAPSHOT,
@@ -28,6 +29,7 @@ from .types import (
     FIELD_ID,
     SNAPSHOT_FIELD_ID,
 )
+from .vector_task import DecodeVectorsTask, VectorFile
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -122,6 +124,10 @@ def delete_positions(
     with `offsets`, also each data file's `__ducklake_del_off` from it."""
     parts = []
     off = offsets or {}
+    vectors = [d for d in delete_files if is_deletion_vector(d.format)]
+    if vectors:
+        parts.append(_vector_positions(spark, vectors, off))
+    delete_files = [d for d in delete_files if not is_deletion_vector(d.format)]
     if delete_files:
         match = file_match(
             [d.path for d in delete_files], [d.file_size_bytes for d in delete_files]
@@ -167,3 +173,28 @@ def delete_positions(
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+_POSITION_COLUMNS = (FILE_ID_KEY, "__ducklake_del_pos", DELETE_SNAPSHOT, "__ducklake_del_off")
+
+
+def _vector_positions(
+    spark: SparkSession, vectors: Sequence[DeleteFile], offsets: Mapping[int, int]
+) -> DataFrame:
+    """The positions of deletion vectors, decoded by tasks from the files' bytes (one
+    Spark row per vector file; a Parquet reader must never see a puffin file)."""
+    files = [
+        VectorFile(
+            d.path,
+            d.file_size_bytes,
+            d.data_file_id,
+            d.begin_snapshot,
+            offsets.get(d.data_file_id, 0),
+        )
+        for d in vectors
+    ]
+    raw = spark.read.format("binaryFile").load([d.path for d in vectors])
+    schema = ", ".join(f"{name} bigint" for name in _POSITION_COLUMNS)
+    return raw.select("path", "length", "content").mapInArrow(
+        DecodeVectorsTask(files, _POSITION_COLUMNS), schema
+    )
