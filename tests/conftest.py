@@ -133,6 +133,8 @@ def spark():  # type: ignore[no-untyped-def]
         "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
     }
+    # experiments: extra session settings as JSON (e.g. to time a planner option)
+    conf.update(json.loads(os.environ.get("DUCKLAKE_TEST_SPARK_CONF", "{}")))
     # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches them
     session = get_session(SessionConfig(master="local[2]", conf=with_s3_jars(conf, s3_jars())))
     session.sparkContext.setLogLevel("ERROR")

@@ -26,17 +26,20 @@ from tests.cluster.conftest import (
 )
 from tests.cluster.lakes import assert_same_lakes
 from tests.cluster.servers import Standalone, free_port
+from tests.sizes import size
 
 SAMPLE = ROOT / "sample_project"
 STEPS = Path(__file__).resolve().parent / "steps_project"
-ROWS = 1_000_000
+# rows of the steps project's `big` model: enough for several tasks per stage in CI,
+# 1M under `./dev test --full`
+ROWS = size("DUCKLAKE_CLUSTER_ROWS", 200_000, 1_000_000)
 
 
 def run_steps(project: Project) -> None:
     """Phase 1 builds; phase 2 merges 1%, deletes 1%, merges into the partitioned and
     sorted model and compacts it, and records changed dimensions in the snapshot."""
-    project.build("--vars", "phase: 1")
-    project.build("--vars", "phase: 2")
+    project.build("--vars", f"{{phase: 1, rows: {ROWS}}}")
+    project.build("--vars", f"{{phase: 2, rows: {ROWS}}}")
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,7 @@ def test_steps_on_executors_without_the_adapter_match_local(  # type: ignore[no-
         "SELECT count(*), count(*) FILTER (WHERE name LIKE 'new%'), "
         "count(*) FILTER (WHERE id % 100 = 3) FROM lake.steps.big_merge"
     ).fetchone()
-    # 1M rows, 5,000 inserted by the MERGE, 1% deleted (the 50 new ids ending in 03 too)
+    # ROWS rows, 5,000 inserted by the MERGE, 1% deleted (the 50 new ids ending in 03 too)
     assert big_merge == (ROWS + 5_000 - ROWS // 100 - 50, 5_000 - 50, 0)
     changes = con.execute("SELECT changes FROM ducklake_snapshots('lake')").fetchall()
     assert any("merge_adjacent" in row[0] for row in changes), "parts was compacted"
@@ -165,7 +168,7 @@ def test_killing_an_executor_mid_write_commits_nothing_partial(
     target = cluster_target("steps", standalone, executor_python)
     target["spark_conf"]["spark.ui.port"] = str(free_port())
     project = make_project(STEPS, tmp_path / "steps", "steps", target)
-    project.build("--select", "big")
+    project.build("--select", "big", "--vars", f"rows: {ROWS}")
     spark_log = project.path / "logs" / "spark.log"
     apps = Path(standalone.workdir, "work")
     big = 4_000_000

@@ -20,6 +20,7 @@ from dbt.adapters.ducklake.spark.engine import CommitInfo
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
+from tests.sizes import size
 
 META = "__ducklake_metadata_lake"
 
@@ -68,14 +69,18 @@ def _live_files(con, table: str) -> list[tuple]:  # type: ignore[no-untyped-def,
     ).fetchall()
 
 
-def test_merge_after_20_appends_keeps_every_snapshot(spark, catalog: Catalog) -> None:
+# appends before the merge: 8 in CI, 20 under ./dev test --full
+APPENDS = size("DUCKLAKE_MAINTENANCE_APPENDS", 8, 20)
+
+
+def test_merge_after_many_appends_keeps_every_snapshot(spark, catalog: Catalog) -> None:
     lake, sql = _lake(spark, catalog)
     sql.execute(
         "CREATE TABLE ev PARTITIONED BY (region) SORTED BY (id DESC) AS "
         "SELECT CAST(id AS INT) AS id, CAST(id % 2 AS INT) AS region, concat('v', id) AS v "
         "FROM range(0, 10)"
     )
-    for i in range(20):
+    for i in range(APPENDS):
         lo = 100 + 5 * i
         sql.execute(
             f"INSERT INTO ev SELECT CAST(id AS INT), CAST(id % 2 AS INT), concat('v', id) "
@@ -87,12 +92,15 @@ def test_merge_after_20_appends_keeps_every_snapshot(spark, catalog: Catalog) ->
     versions = range(2, last + 1)
     before = _history(con, "ev", versions)
     feed_before = sorted(con.execute("FROM table_changes('ev', 4, 9)").fetchall())
-    assert len(_live_files(con, "ev")) == 42
+    assert len(_live_files(con, "ev")) == 2 * (APPENDS + 1)  # one file per region each
     con.close()
 
     rows = mt.merge_adjacent_files(spark, lake, CommitInfo(author="ci", message="compact ev"))
 
-    assert sorted((r.files_processed, r.files_created) for r in rows) == [(20, 1), (21, 1)]
+    assert sorted((r.files_processed, r.files_created) for r in rows) == [
+        (APPENDS, 1),
+        (APPENDS + 1, 1),
+    ]
     con = _duck(catalog)
     files = _live_files(con, "ev")
     per_partition: dict[str, int] = {}
@@ -118,7 +126,7 @@ def test_merge_after_20_appends_keeps_every_snapshot(spark, catalog: Catalog) ->
             assert "_ducklake_internal_snapshot_id" in table.column_names
     # the replaced files wait for cleanup
     scheduled = con.execute(f"SELECT count(*) FROM {META}.ducklake_files_scheduled_for_deletion")
-    assert scheduled.fetchone()[0] == 41
+    assert scheduled.fetchone()[0] == 2 * APPENDS + 1
     # a second call finds nothing left to merge and writes no snapshot
     assert mt.merge_adjacent_files(spark, lake) == []
     assert lake.latest_snapshot().snapshot_id == last + 1
