@@ -171,7 +171,7 @@ def test_killing_an_executor_mid_write_commits_nothing_partial(
     project.build("--select", "big", "--vars", f"rows: {ROWS}")
     spark_log = project.path / "logs" / "spark.log"
     apps = Path(standalone.workdir, "work")
-    big = 4_000_000
+    big = 2_000_000
     # the kill can still land between two tasks (then Spark only replaces the executor):
     # that run is checked like any other and the kill is tried again
     for attempt in range(3):

@@ -385,7 +385,12 @@ def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None: 
     problems = []
     for n, body in enumerate(BODIES):
         sql.execute(f"CREATE VIEW v{n} AS {body}")
-        ours = _read(lambda n=n: _spark_rows(sql.execute(f"SELECT * FROM v{n}")))
+        try:  # one frame per view, for its rows and its type
+            frame = sql.execute(f"SELECT * FROM v{n}")
+        except Exception as exc:
+            ours: Any = exc
+        else:
+            ours = _read(lambda frame=frame: _spark_rows(frame))
         theirs = _read(lambda n=n: con.execute(f"SELECT * FROM lake.main.v{n}").fetchall())
         construct = next((c for e, c in UNSUPPORTED.items() if e in body), None)
         if construct is not None:
@@ -397,7 +402,7 @@ def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None: 
         elif not isinstance(ours, Exception) and not _same(ours, theirs):
             problems.append((body, "different rows", ours, theirs))
         elif not isinstance(ours, Exception):
-            spark_type = sql.execute(f"SELECT * FROM v{n}").schema["r"].dataType.simpleString()
+            spark_type = frame.schema["r"].dataType.simpleString()
             duck_type = con.execute(f"DESCRIBE lake.main.v{n}").fetchall()[-1][1]
             if _scale(spark_type) != _scale(duck_type):
                 problems.append((body, "different decimal types", spark_type, duck_type))
