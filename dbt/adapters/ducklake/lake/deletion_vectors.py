@@ -110,11 +110,11 @@ def encode_blob(positions: np.ndarray) -> bytes:
     values = np.unique(np.asarray(positions, np.int64))
     if len(values) and values[0] < 0:
         raise ValueError("deleted positions are never negative")
-    keys = values >> 32
-    section = [struct.pack("<Q", len(np.unique(keys)))]
-    for key in np.unique(keys):
-        section.append(struct.pack("<I", int(key)))
-        section.append(_encode_roaring32((values[keys == key] & 0xFFFFFFFF).astype(np.uint32)))
+    keys, starts, counts = np.unique(values >> 32, return_index=True, return_counts=True)
+    section = [struct.pack("<Q", len(keys))]
+    for key, start, count in zip(keys, starts, counts, strict=True):
+        low = values[start : start + count] & 0xFFFFFFFF
+        section.append(struct.pack("<I", int(key)) + _encode_roaring32(low.astype(np.uint32)))
     body = MAGIC + b"".join(section)
     return struct.pack(">I", len(body)) + body + struct.pack(">I", zlib.crc32(body))
 

@@ -439,21 +439,18 @@ class DeleteTarget:
     write_vector: bool = False  # write a deletion vector (puffin), not Parquet
 
 
-def _old_deletes(target: DeleteTarget) -> dict[int, int]:
-    """Position -> deleting snapshot of the data file's live delete file."""
+def _old_deletes(target: DeleteTarget) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, deleting snapshots) of the data file's live delete file."""
     path = target.old_delete_file
     assert path is not None and target.old_begin_snapshot is not None
     if is_deletion_vector(target.old_delete_format):
         vectors = read_vectors(target.files.read_bytes(path), path)
-        positions, snapshots = first_deletions(vectors, target.old_begin_snapshot)
-        return dict(zip(positions.tolist(), snapshots.tolist(), strict=True))
+        return first_deletions(vectors, target.old_begin_snapshot)
     old = target.files.read_table(path)
-    old_pos = old.column("pos").to_pylist()
+    positions = old.column("pos").to_numpy()
     if "_ducklake_internal_snapshot_id" in old.column_names:
-        old_snap = old.column("_ducklake_internal_snapshot_id").to_pylist()
-    else:
-        old_snap = [target.old_begin_snapshot] * len(old_pos)
-    return dict(zip(old_pos, old_snap, strict=True))
+        return positions, old.column("_ducklake_internal_snapshot_id").to_numpy()
+    return positions, np.full(len(positions), target.old_begin_snapshot, np.int64)
 
 
 def write_delete_file(
@@ -480,7 +477,8 @@ def write_delete_file(
     else:
         merged: dict[int, int] = {}
         if target.old_delete_file is not None:
-            merged = _old_deletes(target)
+            old_pos, old_snap = _old_deletes(target)
+            merged = dict(zip(old_pos.tolist(), old_snap.tolist(), strict=True))
         for p in new:
             merged.setdefault(p, stamps[p] if stamps is not None else stamp)
         order = sorted(merged)
@@ -512,13 +510,14 @@ def _write_vector(target: DeleteTarget, positions: Sequence[int]) -> dict[str, A
     live delete file's positions too: its snapshot is the commit's, for all of them."""
     merged = np.asarray(positions, np.int64)
     if target.old_delete_file is not None:
-        merged = np.concatenate([merged, np.fromiter(_old_deletes(target), np.int64)])
+        merged = np.concatenate([merged, _old_deletes(target)[0]])
+    merged = np.unique(merged)
     blob = encode_blob(merged)
     name = f"ducklake-{uuid.uuid4()}-delete.puffin"
     target.files.write_bytes(blob, target.root + name)
     return {
         "path": name,
-        "delete_count": len(np.unique(merged)),
+        "delete_count": len(merged),
         "file_size": len(blob),
         "footer_size": 0,
         "begin_snapshot": None,

@@ -29,7 +29,7 @@ from .types import (
     FIELD_ID,
     SNAPSHOT_FIELD_ID,
 )
-from .vector_task import DecodeVectorsTask, VectorFile
+from .vector_task import DecodeVectorsTask
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -183,18 +183,8 @@ def _vector_positions(
 ) -> DataFrame:
     """The positions of deletion vectors, decoded by tasks from the files' bytes (one
     Spark row per vector file; a Parquet reader must never see a puffin file)."""
-    files = [
-        VectorFile(
-            d.path,
-            d.file_size_bytes,
-            d.data_file_id,
-            d.begin_snapshot,
-            offsets.get(d.data_file_id, 0),
-        )
-        for d in vectors
-    ]
     raw = spark.read.format("binaryFile").load([d.path for d in vectors])
     schema = ", ".join(f"{name} bigint" for name in _POSITION_COLUMNS)
     return raw.select("path", "length", "content").mapInArrow(
-        DecodeVectorsTask(files, _POSITION_COLUMNS), schema
+        DecodeVectorsTask(vectors, offsets, _POSITION_COLUMNS), schema
     )

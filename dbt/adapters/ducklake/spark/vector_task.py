@@ -8,35 +8,27 @@ here imports pyspark.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 
-from ..lake import first_deletions, read_vectors
-
-
-@dataclass(frozen=True)
-class VectorFile:
-    """A live deletion vector as the catalog records it."""
-
-    path: str
-    size: int
-    data_file_id: int
-    begin_snapshot: int
-    row_offset: int  # the data file's first row number in the scan (0 outside scans)
+from ..lake import DeleteFile, first_deletions, read_vectors
 
 
 class DecodeVectorsTask:
     """Picklable mapInArrow task: per vector file, (data file id, position, deleting
-    snapshot, row offset) rows under the column names given."""
+    snapshot, row offset) rows under the column names given; a data file's row offset
+    is its first row number in a scan (`offsets`, 0 when absent)."""
 
-    def __init__(self, files: Sequence[VectorFile], names: Sequence[str]):
-        self.by_name: dict[str, list[VectorFile]] = {}
+    def __init__(
+        self, files: Sequence[DeleteFile], offsets: Mapping[int, int], names: Sequence[str]
+    ):
+        self.by_name: dict[str, list[DeleteFile]] = {}
         for f in files:
             self.by_name.setdefault(posixpath.basename(f.path), []).append(f)
+        self.offsets = {f.data_file_id: offsets.get(f.data_file_id, 0) for f in files}
         self.schema = pa.schema([pa.field(n, pa.int64()) for n in names])
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -54,17 +46,17 @@ class DecodeVectorsTask:
                         pa.array(np.full(n, f.data_file_id, np.int64)),
                         pa.array(positions),
                         pa.array(snapshots),
-                        pa.array(np.full(n, f.row_offset, np.int64)),
+                        pa.array(np.full(n, self.offsets[f.data_file_id], np.int64)),
                     ],
                     schema=self.schema,
                 )
 
-    def _catalog_entry(self, path: str, size: int) -> VectorFile:
+    def _catalog_entry(self, path: str, size: int) -> DeleteFile:
         """The catalog row of a file Spark read: by name (DuckDB names each vector with a
         fresh UUID), then by size and the path's tail when names repeat."""
         name = unquote(posixpath.basename(path))
         candidates = self.by_name.get(name) or self.by_name.get(posixpath.basename(path)) or []
-        matching = [f for f in candidates if f.size == size]
+        matching = [f for f in candidates if f.file_size_bytes == size]
         if len(matching) > 1:
             local = unquote(path.split(":", 1)[-1]).lstrip("/")
             matching = [f for f in matching if local.endswith(f.path.split("://")[-1].lstrip("/"))]
