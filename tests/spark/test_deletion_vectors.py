@@ -16,12 +16,13 @@ import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dbt.adapters.ducklake.lake import CatalogNotFoundError, Lake
+from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.changes import table_changes
 from dbt.adapters.ducklake.spark.scan import scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
+from tests.spark.every_snapshot import assert_same_everywhere, duckdb_rows, our_rows, snapshots
 
 TABLES = ("t", "big")
 
@@ -47,50 +48,11 @@ def _build_with_vectors(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM big WHERE id % 3 = 0 OR id BETWEEN 30000 AND 40000")
 
 
-def _snapshots(con: duckdb.DuckDBPyConnection) -> list[int]:
-    rows = con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake') ORDER BY 1").fetchall()
-    return [r[0] for r in rows]
-
-
-def _duckdb_rows(con: duckdb.DuckDBPyConnection, table: str, at: int | None) -> Counter[Any]:
-    version = f" AT (VERSION => {at})" if at is not None else ""
-    try:
-        return Counter(con.execute(f"SELECT * FROM {table}{version}").fetchall())
-    except duckdb.CatalogException:
-        return Counter({"missing": 1})
-
-
-def _our_rows(spark: Any, lake: Lake, table: str, at: int | None) -> Counter[Any]:
-    return Counter(tuple(r) for r in scan_table(spark, lake, "main", table, at=at).collect())
-
-
 def _assert_same_everywhere(spark: Any, catalog: Catalog, con: duckdb.DuckDBPyConnection) -> int:
-    """Every table at every snapshot reads the same multiset of rows (EXCEPT ALL both
-    ways); returns how many (table, snapshot) pairs had deleted rows. Our side is one
-    Spark job per table: the scans at every snapshot, tagged and unioned."""
-    lake = Lake.open(catalog.metadata)
-    with_deletes = 0
-    try:
-        for table in TABLES:
-            theirs = {at: _duckdb_rows(con, table, at) for at in [*_snapshots(con), None]}
-            frames = []
-            for at, rows in theirs.items():
-                if rows == Counter({"missing": 1}):
-                    with pytest.raises(CatalogNotFoundError):
-                        scan_table(spark, lake, "main", table, at=at)
-                    continue
-                scan = scan_table(spark, lake, "main", table, at=at)
-                frames.append(scan.select(F.lit(-1 if at is None else at).alias("__at"), "*"))
-            ours: dict[int | None, Counter[Any]] = {at: Counter() for at in theirs}
-            for r in reduce(DataFrame.unionByName, frames).collect():
-                ours[None if r[0] == -1 else r[0]][tuple(r)[1:]] += 1
-            for at, rows in theirs.items():
-                if rows != Counter({"missing": 1}):
-                    assert ours[at] == rows, (table, at, ours[at] - rows, rows - ours[at])
-                    with_deletes += table == "t" and 0 < sum(rows.values()) < 1500
-    finally:
-        lake.close()
-    return with_deletes
+    """Every table at every snapshot reads the same here and in DuckDB; returns how many
+    snapshots of `t` had deleted rows."""
+    counts = assert_same_everywhere(spark, catalog.metadata, con, TABLES)
+    return sum(1 for (table, _), n in counts.items() if table == "t" and 0 < n < 1500)
 
 
 def _vector_files(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
@@ -109,7 +71,7 @@ def test_duckdb_vectors_read_identically_at_every_snapshot(spark, catalog: Catal
     # DuckDB's quirk, read the same here: each later vector of a file removed the earlier
     # one's catalog row, so the three DELETEs' snapshots (3-5) read all 1,500 rows and
     # only the UPDATE's snapshot (6), whose vectors hold every delete, reads 1,329
-    counts = [sum(_duckdb_rows(con, "t", at).values()) for at in range(1, 7)]
+    counts = [sum(duckdb_rows(con, "t", at).values()) for at in range(1, 7)]
     assert counts == [1000, 1500, 1500, 1500, 1500, 1329]
 
     # the change feed of each snapshot, DuckDB's quirk included: a second vector of a file
@@ -125,7 +87,7 @@ def _assert_same_feed(spark: Any, catalog: Catalog, con: duckdb.DuckDBPyConnecti
     for table in TABLES:
         theirs: dict[int, Counter[Any]] = {}
         frames = []
-        for first in _snapshots(con)[1:]:
+        for first in snapshots(con)[1:]:
             try:
                 theirs[first] = Counter(
                     con.execute(
@@ -193,7 +155,7 @@ def test_writes_on_top_of_vectors_read_identically_in_duckdb(spark, catalog: Cat
     lake.close()
     con = _duckdb(catalog, "")
     _assert_same_everywhere(spark, catalog, con)  # the DML's snapshots and the maintenance's
-    current = {t: _duckdb_rows(con, t, None) for t in TABLES}
+    current = {t: duckdb_rows(con, t, None) for t in TABLES}
     con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
     con.execute("USE memory")
     con.execute("DETACH lake")
@@ -202,11 +164,11 @@ def test_writes_on_top_of_vectors_read_identically_in_duckdb(spark, catalog: Cat
         "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)"
     ).collect()
     for table in TABLES:
-        assert _our_rows(spark, lake, table, None) == current[table], table
+        assert our_rows(spark, lake, table, None) == current[table], table
     lake.close()
     con = _duckdb(catalog, "")
     for table in TABLES:
-        assert _duckdb_rows(con, table, None) == current[table]
+        assert duckdb_rows(con, table, None) == current[table]
     con.close()
 
 
@@ -271,7 +233,7 @@ def test_our_vectors_read_identically_in_duckdb_with_time_travel(spark, catalog:
     ).fetchone()
     assert ended is not None and ended[0] >= 2
     _assert_same_feed(spark, catalog, con)
-    current = {t: _duckdb_rows(con, t, None) for t in TABLES}
+    current = {t: duckdb_rows(con, t, None) for t in TABLES}
     con.close()
 
     # expiring every older snapshot drops the ended vectors, and cleanup their files
@@ -281,7 +243,7 @@ def test_our_vectors_read_identically_in_duckdb_with_time_travel(spark, catalog:
     sql.execute("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)").collect()
     lake.close()
     con = _duckdb(catalog, "")
-    assert {t: _duckdb_rows(con, t, None) for t in TABLES} == current
+    assert {t: duckdb_rows(con, t, None) for t in TABLES} == current
     _assert_same_everywhere(spark, catalog, con)
     live = con.execute(
         "SELECT path FROM __ducklake_metadata_lake.ducklake_delete_file WHERE format = 'puffin'"

@@ -47,7 +47,6 @@ from .rows import (
     decode_default,
     delete_file_from_row,
     project,
-    refuse_unsupported_files,
 )
 from .store import Store, visible
 
@@ -334,7 +333,6 @@ class CatalogReader:
         values = self._partition_values(table.table_id, chosen)
         root = self.table_root(table)
         files = [data_file_from_row(r, root, values.get(r.data_file_id, ())) for r in rows]
-        refuse_unsupported_files(table.qualified_name, files)
         return files
 
     def changed_files(
@@ -381,7 +379,6 @@ class CatalogReader:
             tid=table.table_id,
         )
         found = [d for r in deletes if (d := delete_file_from_row(r, root)) is not None]
-        refuse_unsupported_files(table.qualified_name, [*files, *found])
         return files, found
 
     def _partition_values(

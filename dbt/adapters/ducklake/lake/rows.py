@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from .codec import as_bool, decode_scalar
-from .errors import UnsupportedFeatureError
 from .models import Column, DataFile, DeleteFile
 
 DELETE_COLUMNS = """del.delete_file_id, del.data_file_id AS del_data_file_id,
@@ -65,21 +64,6 @@ def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = Non
         )
 
     return [make(r) for r in children.get(None, [])]
-
-
-def refuse_unsupported_files(table: str, files: Iterable[DataFile | DeleteFile]) -> None:
-    """Encrypted Parquet, which DuckDB can write, is not read here yet: refusing names the
-    table and the feature instead of failing inside Spark or reading it wrong. (A puffin
-    deletion vector of an encrypted lake carries a key although DuckDB writes it in
-    plaintext; its data file is encrypted all the same.)"""
-    for file in files:
-        delete = file.delete_file if isinstance(file, DataFile) else file
-        if file.encryption_key or (delete is not None and delete.encryption_key):
-            raise UnsupportedFeatureError(
-                f"table {table} has encrypted files (an encrypted lake): reading and writing "
-                "encrypted Parquet is not supported by this adapter yet; nothing was read "
-                "or written"
-            )
 
 
 def data_file_from_row(r: Any, root: str, partition_values: tuple[str | None, ...]) -> DataFile:

@@ -83,6 +83,9 @@ def spark_error_text(exc: BaseException, relations: Mapping[str, str] | None = N
     """One line: Spark's error class and message, temp views shown as `schema.table`."""
     text = _message(exc)
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    reason = _engine_cause(exc)
+    if reason:
+        first = f"{first.rstrip()} ({reason})"
     first = _POSITION.sub("", first).rstrip(" ;")
     first = _SUGGESTIONS.sub(_public_suggestions, first)
     names = relations or {}
@@ -103,6 +106,24 @@ def _message(exc: BaseException) -> str:
         except Exception:  # a Connect error without a JVM-side message
             pass
     return str(exc)
+
+
+def _engine_cause(exc: BaseException) -> str | None:
+    """The message of the adapter's own JVM classes deep in a Java cause chain (a
+    wrong key of an encrypted file, say), which Spark's one-line error leaves out."""
+    cause = getattr(exc, "java_exception", None)
+    found = None
+    try:
+        for _ in range(12):
+            if cause is None:
+                break
+            frames = cause.getStackTrace()
+            if len(frames) and str(frames[0].getClassName()).startswith("ducklake.jvm."):
+                found = str(cause.getMessage())
+            cause = cause.getCause()
+    except Exception:  # the JVM is gone
+        return found
+    return found
 
 
 def _public_suggestions(match: re.Match[str]) -> str:

@@ -10,7 +10,7 @@ files by `_ducklake_internal_snapshot_id`, and inlined rows are unioned in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import time as dt_time
@@ -32,6 +32,7 @@ from ..lake import (
     StagedTable,
     decode_default,
 )
+from .encrypted import file_keys, require_decryption
 from .prune import Predicate, may_match
 from .scan_deletes import deleted_rows, drop_deleted, row_numbering, use_masks
 from .scan_files import (
@@ -95,6 +96,7 @@ def scan_table(
     cat = catalog if catalog is not None else lake.catalog(at)
     with cat.session():
         state = cat.table_state(schema, name)
+        require_decryption(spark, f"{schema}.{name}", state.data_files)
         if callable(predicates):
             predicates = predicates(state.columns)
         file_stats = cat.file_column_stats(state.table.table_id)
@@ -253,7 +255,7 @@ def read_files(
     parts: list[DataFrame] = []
     if plain:
         plain_schema = spark_schema(list(columns), reading=True)
-        raw = read_parquet(spark, plain_schema, [f.path for f in plain])
+        raw = read_parquet(spark, plain_schema, [f.path for f in plain], file_keys(plain))
         parts.append(raw.select(*[_logical(c) for c in columns]))
     if files:
         parts.append(
@@ -363,16 +365,18 @@ def _read_raw(
     """One scan over the files with field ids, plus one per name mapping (files
     written without ids), each row with its position in its file."""
     by_id = [f.path for f in files if f.mapping_id is None]
+    keys = file_keys(files)
     mapped: dict[int, list[str]] = {}
     for f in files:
         if f.mapping_id is not None:
             mapped.setdefault(f.mapping_id, []).append(f.path)
     raw: DataFrame | None = None
     if by_id:
-        raw = with_position(read_parquet(spark, read_schema, by_id), match)
+        raw = with_position(read_parquet(spark, read_schema, by_id, keys), match)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
-        part = _read_mapped(spark, columns, mappings.get(mapping_id, []), paths, match)
+        mapping = mappings.get(mapping_id, [])
+        part = _read_mapped(spark, columns, mapping, paths, match, keys)
         raw = part if raw is None else raw.unionByName(part)
     assert raw is not None
     return raw
@@ -400,6 +404,7 @@ def _read_mapped(
     mapping: Sequence[NameMap],
     paths: list[str],
     match: FileMatch,
+    keys: Mapping[str, str],
 ) -> DataFrame:
     """Files without field ids: read each column by the name its mapping gives it."""
     entry_field = {m.column_id: m.target_field_id for m in mapping}
@@ -427,7 +432,7 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
-    df = with_position(read_parquet(spark, schema, paths), match)
+    df = with_position(read_parquet(spark, schema, paths, keys), match)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType

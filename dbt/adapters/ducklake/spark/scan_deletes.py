@@ -16,6 +16,7 @@ from ..lake import (
     DeleteFile,
     is_deletion_vector,
 )
+from .encrypted import file_keys
 from .scan_files import (
     DELETE_SNAPSHOT,
     FILE_ID_KEY,
@@ -143,7 +144,8 @@ def delete_positions(
                 T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID}),
             ]
         )
-        deletes = read_parquet(spark, schema, [d.path for d in delete_files]).select(
+        paths = [d.path for d in delete_files]
+        deletes = read_parquet(spark, schema, paths, file_keys(delete_files)).select(
             "*", match.per_row.alias("__ducklake_del_path")
         )
         read = match.attach(

@@ -15,6 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .encrypted import keyed_read_options
+
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
 ROW_ID = "_ducklake_internal_row_id"
@@ -53,14 +55,22 @@ def local_path(spark_path: SparkColumn) -> SparkColumn:
     return F.regexp_replace(decoded, r"^file:(//)?", "")
 
 
-def read_parquet(spark: SparkSession, schema: T.StructType, paths: Sequence[str]) -> DataFrame:
-    """One Parquet scan over exactly these files (no directory discovery).
+def read_parquet(
+    spark: SparkSession,
+    schema: T.StructType,
+    paths: Sequence[str],
+    keys: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """One Parquet scan over exactly these files (no directory discovery); `keys` gives
+    the base64 key of each encrypted one (see encrypted.py).
 
     Classic PySpark hands a path list to the JVM one py4j call per path (seconds for
     thousands of files); here the list crosses as one string. Spark Connect sends it in
     one message anyway.
     """
     reader = spark.read.schema(schema).option("recursiveFileLookup", "true")
+    if keys:
+        reader = reader.options(**keyed_read_options(spark, keys))
     jreader = getattr(reader, "_jreader", None)
     jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
     if jreader is None or jvm is None or len(paths) < _MANY_FILES:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .encrypted import with_engine_jar
 from .errors import SessionConfigError
 from .shipping import is_local_master, ship_engine
 
@@ -101,6 +102,8 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if not local:
             check_reachable(config.remote or config.master or "")
         settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
+        if not config.remote:
+            settings = with_engine_jar(settings)  # the JVM classes encrypted lakes need
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
             builder = builder.remote(config.remote)

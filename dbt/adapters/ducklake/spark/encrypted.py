@@ -1,0 +1,114 @@
+"""Reading the Parquet files of an encrypted lake (DuckDB's `ATTACH ... (ENCRYPTED)`).
+
+DuckDB encrypts each file with its own AES key (base64 in the catalog's
+`encryption_key`) in a layout Spark's Parquet reader cannot decrypt. The adapter's JVM
+classes (jvm/, built by Maven into `jars/ducklake-jvm.jar` and shipped with
+`spark.jars`) give a scan a file system that opens those files as plaintext Parquet in
+the task's memory; nothing decrypted touches a disk. This module sets a read up for it.
+Python tasks cannot decrypt (`pyspark[sql]` has no AES), so without the classes an
+encrypted file is refused by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyspark.sql import SparkSession
+
+from ..lake import DataFile, DeleteFile, UnsupportedFeatureError
+
+ENGINE_JAR = Path(__file__).resolve().parent.parent / "jars" / "ducklake-jvm.jar"
+KEYED_FS = "ducklake.jvm.KeyedFileSystem"
+# the file systems a keyed read wraps, by scheme (S3A serves s3:// too, see storage.py)
+_DELEGATES = {
+    "file": "org.apache.hadoop.fs.LocalFileSystem",
+    "s3a": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "s3": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+}
+
+
+def with_engine_jar(conf: Mapping[str, Any]) -> dict[str, str]:
+    """`conf` with the adapter's JVM classes added to `spark.jars` (the driver and every
+    executor load them from there), when the package has them."""
+    out = {k: str(v) for k, v in conf.items()}
+    if not ENGINE_JAR.is_file():
+        return out
+    given = [j for j in out.get("spark.jars", "").split(",") if j]
+    if str(ENGINE_JAR) not in given:
+        out["spark.jars"] = ",".join([*given, str(ENGINE_JAR)])
+    return out
+
+
+def file_keys(files: Iterable[DataFile | DeleteFile]) -> dict[str, str]:
+    """path -> base64 key of the encrypted files among `files`."""
+    return {f.path: f.encryption_key for f in files if f.encryption_key}
+
+
+def key_id(path: str) -> str:
+    """What KeyedFileSystem.idOf computes for the URI Spark opens for `path`."""
+    parts = urlsplit(path) if "://" in path else None
+    authority, name = (parts.netloc, parts.path) if parts else ("", path)
+    return hashlib.sha256((authority + name).encode()).hexdigest()
+
+
+def require_decryption(
+    spark: SparkSession, table: str, files: Iterable[DataFile | DeleteFile]
+) -> None:
+    """Before planning a read of `files`: refuse, naming `table`, when some are
+    encrypted and this session cannot decrypt them."""
+    if any(f.encryption_key for f in files):
+        _require_classes(spark, table)
+
+
+def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str, str]:
+    """Options of one Parquet read that open the files in `keys` decrypted."""
+    _require_classes(spark, "being read")
+    schemes = {urlsplit(p).scheme if "://" in p else "file" for p in keys}
+    unknown = sorted(schemes - set(_DELEGATES))
+    if unknown or len(schemes) > 1:
+        raise UnsupportedFeatureError(
+            f"encrypted files under {', '.join(sorted(schemes))}://: one scan reads "
+            f"encrypted files from one of {', '.join(sorted(_DELEGATES))}"
+        )
+    (scheme,) = schemes
+    options = {
+        f"fs.{scheme}.impl": KEYED_FS,
+        f"fs.{scheme}.impl.disable.cache": "true",
+        "ducklake.keyed.delegate": _DELEGATES[scheme],
+    }
+    for path, key in keys.items():
+        options[f"ducklake.secret.{key_id(path)}"] = key
+    return options
+
+
+_checked: dict[int, bool] = {}
+
+
+def _require_classes(spark: SparkSession, table: str) -> None:
+    jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
+    if jvm is None:
+        # Spark Connect: the server's class path is not visible from here
+        raise UnsupportedFeatureError(
+            f"table {table} has encrypted files (an encrypted lake): reading them through "
+            "Spark Connect is not supported yet; use spark_master (local or a cluster), "
+            "whose driver and executors get the adapter's JVM classes. Nothing was read"
+        )
+    ok = _checked.get(id(spark))
+    if ok is None:
+        try:
+            loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            jvm.java.lang.Class.forName(KEYED_FS, False, loader)
+            ok = True
+        except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
+            ok = False
+        _checked[id(spark)] = ok
+    if not ok:
+        raise UnsupportedFeatureError(
+            f"table {table} has encrypted files (an encrypted lake): reading them needs the "
+            f"adapter's JVM classes ({ENGINE_JAR.name}, built from jvm/ by `./dev setup` with "
+            "Maven), which this Spark session does not have. Nothing was read"
+        )
