@@ -8,7 +8,7 @@ once to warm caches, then `--repeat` times, and the medians and the ratio are pr
 `--smoke` is a small size for CI, one cold run each.
 
     .venv/bin/python bench/dbt_run.py              # 5,000,000-row table
-    .venv/bin/python bench/dbt_run.py --smoke      # 50,000 rows, one timed run
+    .venv/bin/python bench/dbt_run.py --smoke      # 20,000 rows, one timed run
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--smoke", action="store_true", help="50,000 rows, 1 cold run each (CI)")
+    parser.add_argument("--smoke", action="store_true", help="20,000 rows, 1 cold run each (CI)")
     args = parser.parse_args()
-    rows, repeat = (50_000, 1) if args.smoke else (args.rows, args.repeat)
+    rows, repeat = (20_000, 1) if args.smoke else (args.rows, args.repeat)
     root = tempfile.mkdtemp(prefix="bench-dbt-")
     try:
         write_project(root, rows)

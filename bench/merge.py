@@ -11,7 +11,7 @@ DELETE and a 1% UPDATE, spread and clustered, against plain Spark rewriting the 
 `--smoke` runs a small size for CI.
 
     .venv/bin/python bench/merge.py            # 10,000,000 rows, 40 files
-    .venv/bin/python bench/merge.py --smoke    # 100,000 rows, 40 files
+    .venv/bin/python bench/merge.py --smoke    # 40,000 rows, 40 files
 """
 
 from __future__ import annotations
@@ -212,9 +212,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=3, help="MERGE timings (median)")
-    parser.add_argument("--smoke", action="store_true", help="100,000 rows, 1 timing (CI)")
+    parser.add_argument("--smoke", action="store_true", help="40,000 rows, 1 timing (CI)")
     args = parser.parse_args()
-    rows, repeat = (100_000, 1) if args.smoke else (args.rows, args.repeat)
+    rows, repeat = (40_000, 1) if args.smoke else (args.rows, args.repeat)
     spark = bench_session()
     pruning = watch_pruning()
     print(f"rows={rows} files={args.files} changed={rows // 100} (1%) repeat={repeat}")

@@ -5,7 +5,7 @@ and nothing else.
 
 The expected contents come from a plain DuckDB twin that replays the steps whose commit
 reached the lake (each step commits as `crash step <n> <kind>`). Kills per backend:
-DUCKLAKE_CRASH_KILLS (8 in CI, 20 under `./dev test --full`). Each kill ends a writer
+DUCKLAKE_CRASH_KILLS (6 in CI, 20 under `./dev test --full`). Each kill ends a writer
 JVM; the next writer starts while the current one runs, so a kill costs its steps and
 the checks, not a Spark start."""
 
@@ -34,7 +34,7 @@ from tests.spark.crash_writer import DATA_KINDS, KINDS, duck_sql
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
-KILLS = size("DUCKLAKE_CRASH_KILLS", ci=8, full=20)
+KILLS = size("DUCKLAKE_CRASH_KILLS", ci=6, full=20)
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = ("t", "c")
 

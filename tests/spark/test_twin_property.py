@@ -140,7 +140,7 @@ def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no
 
 @pytest.mark.slow  # hypothesis histories: left out of --fast
 @pytest.mark.parametrize("backend", BACKENDS)
-@twin_settings(max_examples=examples(6))
+@twin_settings(max_examples=examples(4, 18))
 @given(history=ops)
 def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, backend, history) -> None:  # type: ignore[no-untyped-def]
     root = fresh_root(tmp_path)

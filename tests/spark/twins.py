@@ -22,10 +22,10 @@ from tests.sizes import size
 BACKENDS = ["sqlite", "postgres"]
 
 
-def examples(default: int) -> int:
-    """Histories per backend: `default` in CI, three times as many under `./dev test
-    --full`, or DUCKLAKE_PROPERTY_EXAMPLES's count."""
-    return size("DUCKLAKE_PROPERTY_EXAMPLES", default, 3 * default)
+def examples(ci: int, full: int) -> int:
+    """Histories per backend: `ci` in CI, `full` under `./dev test --full`, or
+    DUCKLAKE_PROPERTY_EXAMPLES's count."""
+    return size("DUCKLAKE_PROPERTY_EXAMPLES", ci, full)
 
 
 @contextmanager
