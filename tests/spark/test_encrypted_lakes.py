@@ -23,6 +23,7 @@ from dbt.adapters.ducklake.spark.scan import scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
+from tests.spark.every_snapshot import assert_same_in_duckdb
 
 # writes that put new Parquet files into the lake (refused in an encrypted lake only)
 NEW_FILES = (
@@ -83,33 +84,6 @@ def _files(con: duckdb.DuckDBPyConnection) -> list[tuple[object, ...]]:
     ).fetchall()
 
 
-def _assert_same_as_duckdb(
-    spark, catalog: Catalog, con: duckdb.DuckDBPyConnection, table: str, out: Path
-) -> dict[int, int]:  # type: ignore[no-untyped-def]
-    """`table` at every snapshot reads the same rows here as in DuckDB: each of our scans
-    is written to plain Parquet, and DuckDB takes EXCEPT ALL both ways (exact, nested
-    values included, and fast on 100k+ rows). Returns the row count per snapshot."""
-    lake = Lake.open(catalog.metadata)
-    counts = {}
-    for (at,) in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake')").fetchall():
-        try:
-            con.execute(f"SELECT 1 FROM {table} AT (VERSION => {at}) LIMIT 0")
-        except duckdb.CatalogException:
-            continue  # the table did not exist yet
-        ours = str(out / f"{table}-{at}")
-        scan_table(spark, lake, "main", table, at=at).write.parquet(ours)
-        theirs = f"(FROM {table} AT (VERSION => {at}))"
-        mine = f"(FROM read_parquet('{ours}/*.parquet'))"
-        missing, extra, n = con.execute(
-            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})), "
-            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs})), (SELECT count(*) FROM {theirs})"
-        ).fetchone()
-        assert (missing, extra) == (0, 0), (table, at, missing, extra)
-        counts[at] = n
-    lake.close()
-    return counts
-
-
 def test_duckdb_encrypted_lake_reads_identically_at_every_snapshot(
     spark, catalog: Catalog, tmp_path: Path
 ) -> None:
@@ -125,11 +99,11 @@ def test_duckdb_encrypted_lake_reads_identically_at_every_snapshot(
     }
     for path in Path(catalog.data_path, "main", "t").glob("*.parquet"):
         assert path.read_bytes()[-4:] == b"PARE", path  # encrypted footers
-    t = _assert_same_as_duckdb(spark, catalog, con, "t", tmp_path)
+    t = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path)
     # 150k, less the 21,429 multiples of 7, plus 100 late rows, less 857 more and one late
     assert t[max(t)] == 150000 - 21429 + 100 - 857 - 1, t
     assert len(set(t.values())) >= 4, t  # the deletes and the insert are seen in time
-    dv = _assert_same_as_duckdb(spark, catalog, con, "dv", tmp_path)
+    dv = assert_same_in_duckdb(spark, catalog.metadata, con, "dv", tmp_path)
     assert dv[max(dv)] == 4500, dv
     con.close()
 

@@ -231,6 +231,9 @@ class NameMap:
     source_name: str
     target_field_id: int
     parent_column: int | None  # entry id of the parent within the same mapping
+    # the value comes from the file's Hive directory `source_name=value`, not from the
+    # file (ducklake_add_data_files with hive_partitioning)
+    is_partition: bool = False
 
 
 @dataclass(frozen=True)

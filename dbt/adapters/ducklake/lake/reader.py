@@ -422,7 +422,7 @@ class CatalogReader:
             return {}
         stmt = sa.text(
             f"""SELECT nm.mapping_id, nm.column_id, nm.source_name, nm.target_field_id,
-                       nm.parent_column
+                       nm.parent_column, nm.is_partition
                 FROM {self._t("ducklake_name_mapping")} nm
                 JOIN {self._t("ducklake_column_mapping")} cm ON cm.mapping_id = nm.mapping_id
                 WHERE cm."type" = 'map_by_name' AND nm.mapping_id IN :ids"""
@@ -434,9 +434,9 @@ class CatalogReader:
                 rows = conn.execute(stmt, {"ids": ids}).fetchall()
         out: dict[int, list[NameMap]] = defaultdict(list)
         for r in rows:
-            out[r.mapping_id].append(
-                NameMap(r.column_id, r.source_name, r.target_field_id, r.parent_column)
-            )
+            hive = bool(as_bool(r.is_partition))
+            entry = NameMap(r.column_id, r.source_name, r.target_field_id, r.parent_column, hive)
+            out[r.mapping_id].append(entry)
         return dict(out)
 
     # -- layout --------------------------------------------------------------------------

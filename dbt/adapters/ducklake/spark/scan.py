@@ -43,6 +43,7 @@ from .scan_files import (
     ROW_SNAPSHOT,
     FileMatch,
     file_match,
+    hive_value,
     read_parquet,
     with_position,
 )
@@ -415,7 +416,7 @@ def _read_mapped(
 
     def field(col: Column, parent: int | None) -> T.StructField | None:
         entry = by_field.get((parent, col.column_id))
-        if entry is None:
+        if entry is None or entry.is_partition:
             return None
         dt = spark_schema([col], reading=True)[0].dataType
         if col.type == "struct":
@@ -432,12 +433,24 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
-    df = with_position(read_parquet(spark, schema, paths, keys), match)
+    df = read_parquet(spark, schema, paths, keys)
+    hive = {}
+    for c in columns:
+        entry = by_field.get((None, c.column_id))
+        if entry is not None and entry.is_partition:
+            hive[c.column_id] = f"__ducklake_hive_{c.column_id}"
+            df = df.withColumn(hive[c.column_id], hive_value(entry.source_name))
+    df = with_position(df, match)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType
         f = fields[c.column_id]
-        value = F.col(f"`{f.name}`").cast(target) if f is not None else F.lit(None).cast(target)
+        if c.column_id in hive:
+            value = F.col(hive[c.column_id]).cast(target)
+        elif f is not None:
+            value = F.col(f"`{f.name}`").cast(target)
+        else:
+            value = F.lit(None).cast(target)
         select.append(value.alias(c.name))
     select += [
         F.lit(None).cast("bigint").alias(ROW_ID),

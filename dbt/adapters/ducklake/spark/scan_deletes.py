@@ -130,9 +130,8 @@ def delete_positions(
         parts.append(_vector_positions(spark, vectors, off))
     delete_files = [d for d in delete_files if not is_deletion_vector(d.format)]
     if delete_files:
-        match = file_match(
-            [d.path for d in delete_files], [d.file_size_bytes for d in delete_files]
-        )
+        paths = [d.path for d in delete_files]
+        match = file_match(paths, [d.file_size_bytes for d in delete_files])
         delete_info = {
             "__ducklake_del_fid": [d.data_file_id for d in delete_files],
             "__ducklake_del_begin": [d.begin_snapshot for d in delete_files],
@@ -144,7 +143,6 @@ def delete_positions(
                 T.StructField(ROW_SNAPSHOT, T.LongType(), True, {FIELD_ID: SNAPSHOT_FIELD_ID}),
             ]
         )
-        paths = [d.path for d in delete_files]
         deletes = read_parquet(spark, schema, paths, file_keys(delete_files)).select(
             "*", match.per_row.alias("__ducklake_del_path")
         )

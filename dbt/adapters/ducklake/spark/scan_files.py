@@ -266,6 +266,19 @@ def file_match(paths: Sequence[str], sizes: Sequence[int | None]) -> FileMatch:
     )
 
 
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def hive_value(key: str) -> SparkColumn:
+    """Per row, the value of its file's Hive directory `key=value` as a string, decoded
+    as DuckDB decodes it (percent escapes); NULL for `__HIVE_DEFAULT_PARTITION__` or
+    a path without that directory. For files added with `hive_partitioning`."""
+    plain_path = local_path(F.col("_metadata.file_path"))
+    raw = F.regexp_extract(plain_path, "(?:^|/)\\Q" + key + "\\E=([^/]*)/", 1)
+    value = F.url_decode(F.regexp_replace(raw, r"\+", "%2B"))
+    return F.when((raw == "") | (value == HIVE_NULL), F.lit(None)).otherwise(value)
+
+
 def with_position(df: DataFrame, match: FileMatch) -> DataFrame:
     return df.select(
         "*",
