@@ -4,6 +4,8 @@ files get delete files (small deletes inlined, whole files ended, repeats partia
 
 from __future__ import annotations
 
+import pytest
+
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.dml import delete_where, update_where
 from dbt.adapters.ducklake.spark.engine import insert_into
@@ -12,6 +14,7 @@ from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog
 from tests.spark.test_roundtrip import _spark_rows
+from tests.spark.victims import WAYS, victims_staged_by
 
 STEPS = [
     ("delete", "id IN (3, 4)", None),  # 2 rows: inlined deletes
@@ -33,7 +36,13 @@ def _duck_sql(kind: str, where: str, sets: dict | None) -> str:
     return f"UPDATE t SET {assignments} WHERE {where}"
 
 
-def test_delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path, way: str) -> None:
+    with victims_staged_by(way):
+        _delete_and_update_match_duckdb(spark, catalog, tmp_path)
+
+
+def _delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach, alias="ours")

@@ -24,6 +24,7 @@ from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog
 from tests.spark.test_roundtrip import _spark_rows
+from tests.spark.victims import WAYS, victims_staged_by
 
 SOURCE = "SELECT i AS id, 'new' || i AS v, CAST(i % 3 AS INT) AS n FROM range({lo}, {hi}) r(i)"
 
@@ -119,7 +120,15 @@ def _oracle(target: list[tuple], source: list[tuple]) -> list[tuple]:
     return out
 
 
-def test_multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tmp_path) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_multi_action_merge_matches_an_oracle(
+    spark, sqlite_catalog: Catalog, tmp_path, way: str
+) -> None:
+    with victims_staged_by(way):
+        _multi_action_merge_matches_an_oracle(spark, sqlite_catalog, tmp_path)
+
+
+def _multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
     lake, con = _twins(spark, sqlite_catalog, tmp_path)
     sql = SOURCE.replace("{lo}", "60").replace("{hi}", "130")
     before = _spark_rows(scan_table(spark, lake, "main", "t"))

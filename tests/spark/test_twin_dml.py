@@ -20,6 +20,7 @@ from tests import duck
 from tests.canon import canon_rows
 from tests.spark.test_roundtrip import _spark_rows
 from tests.spark.twins import BACKENDS, examples, fresh_root, our_catalog, twin_settings
+from tests.spark.victims import WAYS, victims_staged_by
 
 KEYS = 8  # few keys, so inserts repeat them
 
@@ -158,10 +159,10 @@ def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
 @pytest.mark.slow  # hypothesis histories: left out of --fast
 @pytest.mark.parametrize("backend", BACKENDS)
 @twin_settings(max_examples=examples(2, 6))
-@given(history=ops)
-def test_dml_twins_agree(spark, tmp_path, backend, history) -> None:  # type: ignore[no-untyped-def]
+@given(history=ops, way=st.sampled_from(WAYS))
+def test_dml_twins_agree(spark, tmp_path, backend, history, way) -> None:  # type: ignore[no-untyped-def]
     root = fresh_root(tmp_path)
-    with our_catalog(backend, root) as (metadata, attach):
+    with our_catalog(backend, root) as (metadata, attach), victims_staged_by(way):
         _run_twins(spark, root, metadata, attach, history)
 
 

@@ -21,6 +21,7 @@ from ..lake import SETTABLE_OPTIONS, Lake, parse_interval
 from . import maintenance as mt
 from .engine import CommitInfo
 from .errors import CallError
+from .local_rows import local_frame
 
 _CALL = re.compile(
     r"^\s*CALL\s+((?:[A-Za-z_][\w]*\.)?[A-Za-z_][\w]*)\s*\((.*)\)\s*;?\s*$", re.I | re.S
@@ -223,7 +224,7 @@ def _time(value: Any) -> datetime | None:
 
 def _frame(spark: SparkSession, rows: list[dict[str, Any]], schema: str) -> DataFrame:
     names = [part.strip().split(" ")[0] for part in schema.split(",")]
-    return spark.createDataFrame([tuple(r[n] for n in names) for r in rows], schema)
+    return local_frame(spark, [tuple(r[n] for n in names) for r in rows], schema)
 
 
 def _arguments(text: str) -> tuple[list[Any], dict[str, Any]]:

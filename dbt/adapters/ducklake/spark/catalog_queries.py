@@ -30,6 +30,7 @@ from ..lake import (
     is_decimal,
 )
 from .errors import CatalogQueryError
+from .local_rows import local_frame
 from .types import ducklake_spec, spark_type
 from .views import scan_view
 
@@ -141,7 +142,7 @@ def _frame(
     spark: SparkSession, columns: Sequence[tuple[str, T.DataType]], rows: list[Any]
 ) -> DataFrame:
     schema = T.StructType([T.StructField(n, t, True) for n, t in columns])
-    return spark.createDataFrame(rows, schema)
+    return local_frame(spark, rows, schema)
 
 
 def information_schema(

@@ -20,6 +20,7 @@ from sqlglot.dialects.spark import Spark
 from ..lake import Lake
 from .changes import table_changes
 from .errors import CdcError
+from .local_rows import local_frame
 from .scan import ScanMetrics, scan_table
 
 
@@ -99,7 +100,8 @@ def changes_batch(
     history = lake.snapshots(since=since)
     if since is not None and not any(c.value in table_ids for s in history for c in s.changes):
         return None
-    times = spark.createDataFrame(
+    times = local_frame(
+        spark,
         [(s.snapshot_id, s.snapshot_time) for s in history],
         "__cdc_snapshot bigint, __cdc_time timestamp",
     )

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
 from .errors import ChangeFeedError
+from .local_rows import local_frame
 from .scan import ScanMetrics, read_files, spark_rows, spark_schema
 from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
@@ -151,7 +152,7 @@ def _inlined(
         )
         for r in rows
     ]
-    return spark.createDataFrame(spark_rows(values, columns), schema)
+    return local_frame(spark, spark_rows(values, columns), schema)
 
 
 def _deleted_positions(
@@ -177,8 +178,8 @@ def _deleted_positions(
         if f.end_snapshot is not None and first <= f.end_snapshot <= last
     ]
     if ended:
-        ends = spark.createDataFrame(
-            ended, f"{DELETE_FILE_ID_COL} bigint, {DELETE_SNAPSHOT} bigint, n bigint"
+        ends = local_frame(
+            spark, ended, f"{DELETE_FILE_ID_COL} bigint, {DELETE_SNAPSHOT} bigint, n bigint"
         )
         every = ends.select(
             DELETE_FILE_ID_COL,

@@ -15,11 +15,14 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column as SparkColumn
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from ..lake import (
+    Column,
     DataFile,
     DeleteFileSpec,
     FileIO,
@@ -48,6 +51,15 @@ from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
+# victims staged on the driver at most: their (file, position, row id) triples are
+# collected (24 bytes each) instead of shuffled to tasks
+FEW_VICTIMS = 1_000
+
+
+def few_victims(count: int) -> bool:
+    """Whether `count` victims are staged on the driver (`stage_deletes(few=True)`)."""
+    return count <= FEW_VICTIMS
+
 
 def _condition(condition: str | SparkColumn | None) -> SparkColumn:
     if condition is None:
@@ -61,7 +73,7 @@ def target_rows(
     tx: Transaction,
     schema: str,
     name: str,
-    predicates: Sequence[Predicate] = (),
+    predicates: Sequence[Predicate] | Callable[[Sequence[Column]], Sequence[Predicate]] = (),
     metrics: ScanMetrics | None = None,
 ) -> DataFrame:
     """The rows as of the transaction's base snapshot, with lineage and file positions,
@@ -141,8 +153,17 @@ def update_where(
         scan = ScanMetrics()
         matched = target_rows(spark, lake, tx, schema, name, metrics=scan)
         matched = matched.where(_condition(condition))
-        matched = matched.persist()
+        # only inlined rows (no file read): a local plan Spark answers without a job,
+        # which a cache would cost
+        local = not scan.files
+        if not local:
+            matched = matched.persist()
         try:
+            # the count fills the cache: no matches skip both steps, few are staged on
+            # the driver, and more than the inlining limit are written at once
+            n = None if local else matched.count()
+            if n == 0:
+                return
             exprs = {
                 k.lower(): (F.expr(v) if isinstance(v, str) else v) for k, v in assignments.items()
             }
@@ -155,10 +176,13 @@ def update_where(
                 ],
                 F.col("rowid").alias("_ducklake_internal_row_id"),
             )
-            stage_deletes(spark, lake, tx, table, matched, scan.files)
-            stage_rows(lake, tx, table, new_rows, keep_row_ids=True, packed=True)
+            few = n is None or few_victims(n)
+            stage_deletes(spark, lake, tx, table, matched, scan.files, few=few)
+            big = n is not None and n > inlining_limit(lake, table)
+            stage_rows(lake, tx, table, new_rows, keep_row_ids=True, write_first=big, packed=True)
         finally:
-            matched.unpersist()
+            if not local:
+                matched.unpersist()
 
     return in_transaction(lake, commit, tx, stage)
 
@@ -172,6 +196,7 @@ def stage_deletes(
     scanned: Sequence[DataFile],
     *,
     on_repeat: Callable[[int], Exception] | None = None,
+    few: bool = False,
 ) -> int:
     """Stage the removal of `victims` (rows of a `positions=True` lineage scan that read
     the data files `scanned`).
@@ -180,6 +205,10 @@ def stage_deletes(
     (`StageDeletesTask`); the driver gets a row per touched file. With `on_repeat`
     (MERGE, where a target row may meet several source rows) a row listed twice raises
     `on_repeat(its row id)`, the files written are removed, and nothing is staged.
+    When the caller knows the victims are `few` (`few_victims`), or the scan
+    read no data file (the victims are inlined rows, already on the driver), their ids
+    and positions are collected and the same task runs here: a shuffle and a task set
+    cost more than the work.
     """
     assert table.table_id is not None
     options = write_options(lake, table)
@@ -191,13 +220,16 @@ def stage_deletes(
         compression,
         check_repeats=on_repeat is not None,
     )
-    outcomes = (
-        victims.select(F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), "rowid")
-        .repartition(F.col("fid"))
-        .sortWithinPartitions("fid", "pos")
-        .mapInArrow(task, RESULT_SCHEMA)
-        .collect()  # one small row per touched file
-    )
+    lineage = victims.select(F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), "rowid")
+    if few or not scanned:
+        outcomes = _on_driver(task, lineage)
+    else:
+        outcomes = (
+            lineage.repartition(F.col("fid"))
+            .sortWithinPartitions("fid", "pos")
+            .mapInArrow(task, RESULT_SCHEMA)
+            .collect()  # one small row per touched file
+        )
     by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
     written = [r for r in by_file if r.outcome == WRITTEN]
     twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
@@ -206,6 +238,20 @@ def stage_deletes(
             lake.files.delete(table.root + r.path)
         raise on_repeat(twice[0])
     return _stage_outcomes(tx, table, outcomes, by_file, written)
+
+
+def _on_driver(task: StageDeletesTask, lineage: DataFrame) -> list[Row]:
+    """`task` run here over the collected (fid, pos, rowid) triples, sorted as a Spark
+    partition would give them; its result rows as Spark returns them."""
+    triples = lineage.collect()
+    if not triples:
+        return []
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([t[i] for t in triples], pa.int64()) for i in range(3)],
+        names=["fid", "pos", "rowid"],
+    )
+    order = pc.sort_indices(batch, [("fid", "ascending"), ("pos", "ascending")])
+    return [Row(**r) for out in task(iter([batch.take(order)])) for r in out.to_pylist()]
 
 
 def _stage_outcomes(

@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake import Column, Lake, Snapshot, Transaction
-from .dml import stage_deletes, target_rows
-from .engine import CommitInfo, in_transaction, stage_rows
+from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
+from .dml import few_victims, stage_deletes, target_rows
+from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows
 from .errors import MergeError
 from .prune import Predicate
 from .scan import ScanMetrics
@@ -118,42 +118,69 @@ def _merge(
     decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
     decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
     try:
-        removed = [i for i, c in enumerate(clauses) if c.kind != "not_matched"]
-        victims = decided.where(F.col("__ducklake_clause").isin(removed)).select(
-            F.col(f"{target_alias}.{FILE_ID_COL}").alias(FILE_ID_COL),
-            F.col(f"{target_alias}.{POS_COL}").alias(POS_COL),
-            F.col(f"{target_alias}.rowid").alias("rowid"),
-        )
-
-        def repeated(rowid: int) -> MergeError:
-            return MergeError(
-                f"MERGE into {table.qualified_name}: target row {rowid} matches more than "
-                "one source row; make the ON condition unique per target row. Nothing was "
-                "committed."
+        # rows per clause (the job that fills the cache): which steps have work, whether
+        # victims are few enough to stage on the driver, and whether new rows are
+        # inlined (a LIMIT over the cache) or written at once (no write-then-read-back)
+        per_clause = _rows_per_clause(decided)
+        _stage_victims(spark, lake, tx, table, decided, clauses, per_clause, scan, target_alias)
+        limit = inlining_limit(lake, table)
+        for action in ("update", "insert"):
+            chosen = [i for i, c in enumerate(clauses) if c.action == action]
+            count = sum(per_clause.get(i, 0) for i in chosen)
+            if not count:
+                continue
+            moved = action == "update"  # updated rows keep their row ids
+            values = _values(
+                clauses, chosen, columns, names, target_alias, source_alias, keep_target=moved
             )
-
-        # every matched row is a victim (UPDATE and DELETE both remove it): a target row
-        # matched twice shows up there twice
-        stage_deletes(spark, lake, tx, table, victims, scan.files, on_repeat=repeated)
-        updates = [i for i, c in enumerate(clauses) if c.action == "update"]
-        if updates:
-            moved = decided.where(F.col("__ducklake_clause").isin(updates)).select(
-                *_values(
-                    clauses, updates, columns, names, target_alias, source_alias, keep_target=True
-                ),
-                F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"),
-            )
-            stage_rows(lake, tx, table, moved, keep_row_ids=True, write_first=True, packed=True)
-        inserts = [i for i, c in enumerate(clauses) if c.action == "insert"]
-        if inserts:
-            new = decided.where(F.col("__ducklake_clause").isin(inserts)).select(
-                *_values(
-                    clauses, inserts, columns, names, target_alias, source_alias, keep_target=False
-                )
-            )
-            stage_rows(lake, tx, table, new, write_first=True, packed=True)
+            if moved:
+                values.append(F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"))
+            rows = decided.where(F.col("__ducklake_clause").isin(chosen)).select(*values)
+            big = count > limit
+            stage_rows(lake, tx, table, rows, keep_row_ids=moved, write_first=big, packed=True)
     finally:
         decided.unpersist()
+
+
+def _stage_victims(
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    decided: DataFrame,
+    clauses: Sequence[When],
+    per_clause: Mapping[int, int],
+    scan: ScanMetrics,
+    target_alias: str,
+) -> None:
+    """Remove the target rows an UPDATE or DELETE clause took. Every matched row is a
+    victim (UPDATE and DELETE both remove it): a target row matched twice shows up
+    twice, which fails the MERGE."""
+    removed = [i for i, c in enumerate(clauses) if c.kind != "not_matched"]
+    count = sum(per_clause.get(i, 0) for i in removed)
+    if not count:
+        return
+    victims = decided.where(F.col("__ducklake_clause").isin(removed)).select(
+        F.col(f"{target_alias}.{FILE_ID_COL}").alias(FILE_ID_COL),
+        F.col(f"{target_alias}.{POS_COL}").alias(POS_COL),
+        F.col(f"{target_alias}.rowid").alias("rowid"),
+    )
+
+    def repeated(rowid: int) -> MergeError:
+        return MergeError(
+            f"MERGE into {table.qualified_name}: target row {rowid} matches more than "
+            "one source row; make the ON condition unique per target row. Nothing was "
+            "committed."
+        )
+
+    few = few_victims(count)
+    stage_deletes(spark, lake, tx, table, victims, scan.files, on_repeat=repeated, few=few)
+
+
+def _rows_per_clause(decided: DataFrame) -> dict[int, int]:
+    """How many joined rows each WHEN clause takes (one row per clause that took any)."""
+    counted = decided.groupBy("__ducklake_clause").count().collect()
+    return {int(r[0]): int(r[1]) for r in counted}
 
 
 def _target(
@@ -172,7 +199,12 @@ def _target(
     target_alias, source_alias = aliases
     columns = tx.table(schema, name).column_list()
     by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
-    predicates = _key_ranges(src, on, target_alias, source_alias, columns) if by_source_only else []
+    # the key ranges cost a job over the source: asked only when there are files to prune
+    predicates = (
+        (lambda _columns: _key_ranges(src, on, target_alias, source_alias, columns))
+        if by_source_only
+        else ()
+    )
     target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
     # the scan reads only the target columns the statement can use: the ON keys and the
     # values updates keep (a dbt merge that sets every column reads just the keys)

@@ -33,6 +33,7 @@ from ..lake import (
     decode_default,
 )
 from .encrypted import file_keys, require_decryption
+from .local_rows import local_frame
 from .prune import Predicate, may_match
 from .scan_deletes import deleted_rows, drop_deleted, row_numbering, use_masks
 from .scan_files import (
@@ -90,7 +91,8 @@ def scan_table(
     `lineage` adds `rowid` and `snapshot_id` (the snapshot that wrote each row);
     `positions` adds `__ducklake_fid` and `__ducklake_pos`, the data file id and row
     position of each row (NULL for inlined rows), which merge-on-read DML needs.
-    `predicates` (or a function of the table's columns giving them) only prune files;
+    `predicates` (or a function of the table's columns giving them, called only when
+    the table has data files) only prune files;
     callers still filter rows. `catalog`, when the caller has one open, is read instead
     of opening another at `at`.
     """
@@ -98,8 +100,8 @@ def scan_table(
     with cat.session():
         state = cat.table_state(schema, name)
         require_decryption(spark, f"{schema}.{name}", state.data_files)
-        if callable(predicates):
-            predicates = predicates(state.columns)
+        if callable(predicates):  # it may cost a job: asked only when files could be pruned
+            predicates = predicates(state.columns) if state.data_files else ()
         file_stats = cat.file_column_stats(state.table.table_id)
         inlined_deletes = cat.inlined_deletes(state.table.table_id)
         inlined = cat.inlined_rows(state.table.table_id)
@@ -162,9 +164,9 @@ def _plan(
             + ((None, None) if positions else ())
             for r in inlined
         ]
-        parts.append(spark.createDataFrame(spark_rows(rows, columns), out_schema))
+        parts.append(local_frame(spark, spark_rows(rows, columns), out_schema))
     if not parts:
-        return spark.createDataFrame([], out_schema)
+        return local_frame(spark, [], out_schema)
     result = parts[0]
     for extra in parts[1:]:
         result = result.unionByName(extra)

@@ -17,6 +17,7 @@ from ..lake import (
     is_deletion_vector,
 )
 from .encrypted import file_keys
+from .local_rows import local_frame
 from .scan_files import (
     DELETE_SNAPSHOT,
     FILE_ID_KEY,
@@ -161,7 +162,8 @@ def delete_positions(
             for d in inlined_deletes
         ]
         parts.append(
-            spark.createDataFrame(
+            local_frame(
+                spark,
                 rows,
                 f"{FILE_ID_KEY} bigint, __ducklake_del_pos bigint, {DELETE_SNAPSHOT} bigint, "
                 "__ducklake_del_off bigint",

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .encrypted import keyed_read_options
+from .local_rows import local_frame
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -186,9 +187,20 @@ class FileMatch:
             if not self.checked:
                 indexed = indexed.where(F.col(row_key).isNotNull())
             return indexed.select("*", *values).drop(row_key)
+        return self._joined(spark, data, row_key, info)
+
+    def _joined(
+        self,
+        spark: SparkSession,
+        data: DataFrame,
+        row_key: str,
+        info: Mapping[str, Sequence[int | None]],
+    ) -> DataFrame:
+        """`attach` as a broadcast join with a table of the keys and their values."""
         names = list(info)
         rows = [(key, *vs) for key, *vs in zip(self.keys, *info.values(), strict=True)]
-        table = spark.createDataFrame(
+        table = local_frame(
+            spark,
             rows,
             ", ".join([f"__ducklake_match_key {self.key_type}"] + [f"{n} bigint" for n in names]),
         )
