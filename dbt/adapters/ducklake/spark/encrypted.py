@@ -61,12 +61,14 @@ def require_decryption(
     """Before planning a read of `files`: refuse, naming `table`, when some are
     encrypted and this session cannot decrypt them."""
     if any(f.encryption_key for f in files):
-        _require_classes(spark, table)
+        _require_classes(spark, f"table {table} has encrypted files")
 
 
 def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str, str]:
     """Options of one Parquet read that open the files in `keys` decrypted."""
-    _require_classes(spark, "being read")
+    first = sorted(keys)[0]
+    more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
+    _require_classes(spark, f"encrypted file {first}{more}")
     schemes = {urlsplit(p).scheme if "://" in p else "file" for p in keys}
     unknown = sorted(schemes - set(_DELEGATES))
     if unknown or len(schemes) > 1:
@@ -88,12 +90,13 @@ def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str
 _checked: dict[int, bool] = {}
 
 
-def _require_classes(spark: SparkSession, table: str) -> None:
+def _require_classes(spark: SparkSession, what: str) -> None:
+    """Refuse, saying `what` is encrypted, unless this session can decrypt."""
     jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
     if jvm is None:
         # Spark Connect: the server's class path is not visible from here
         raise UnsupportedFeatureError(
-            f"table {table} has encrypted files (an encrypted lake): reading them through "
+            f"{what} (an encrypted lake): reading them through "
             "Spark Connect is not supported yet; use spark_master (local or a cluster), "
             "whose driver and executors get the adapter's JVM classes. Nothing was read"
         )
@@ -108,7 +111,7 @@ def _require_classes(spark: SparkSession, table: str) -> None:
         _checked[id(spark)] = ok
     if not ok:
         raise UnsupportedFeatureError(
-            f"table {table} has encrypted files (an encrypted lake): reading them needs the "
+            f"{what} (an encrypted lake): reading them needs the "
             f"adapter's JVM classes ({ENGINE_JAR.name}, built from jvm/ by `./dev setup` with "
             "Maven), which this Spark session does not have. Nothing was read"
         )
