@@ -23,6 +23,7 @@ BENCHES = (
     "engine_paths",
     "dbt_run",
     "commit_latency",
+    "small_changes",
     "stage_copy",
     "scaling",
 )
