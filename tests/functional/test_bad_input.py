@@ -395,6 +395,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow  # a dbt process per profile
 def test_profiles_that_cannot_open_a_lake_change_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The catalog is opened (and refused) before Spark starts; the file is untouched."""
     # a SQLite database that holds something else, and no data_path to create a lake

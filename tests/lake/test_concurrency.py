@@ -43,6 +43,7 @@ def _run(target, args_list):  # type: ignore[no-untyped-def]
     return out
 
 
+@pytest.mark.slow  # two writer processes
 def test_two_processes_fifty_commits_each(catalog: Catalog) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     with lake.transaction() as tx:
@@ -122,6 +123,7 @@ def test_conflicting_pair_in_one_process(catalog: Catalog, pair: str) -> None:
     assert lake.latest_snapshot() == before
 
 
+@pytest.mark.slow  # a writer process per side
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_conflicting_pair_across_processes(catalog: Catalog, pair: str) -> None:
     lake = _setup(catalog)

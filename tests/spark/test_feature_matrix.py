@@ -55,3 +55,28 @@ def test_hive_partitioned_added_files_read_their_partition_columns(
     counts = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "ours")
     assert counts[max(counts)] == 240
     con.close()
+
+
+def test_struct_fields_added_with_a_default_read_it_in_older_files(
+    spark, catalog: Catalog, tmp_path: Path
+) -> None:
+    """`ALTER TABLE t ADD COLUMN s.c INTEGER DEFAULT 5`: rows of files written before
+    read `s.c = 5` (a NULL struct stays NULL), at every snapshot; also a field of a
+    struct inside the struct."""
+    con = _duckdb(catalog)
+    con.execute("CREATE TABLE t (id INTEGER, s STRUCT(a INTEGER, deep STRUCT(x VARCHAR)))")
+    con.execute(
+        "INSERT INTO t SELECT i, CASE WHEN i % 5 = 0 THEN NULL "
+        "ELSE {'a': i, 'deep': {'x': 'v' || i}} END FROM range(20) r(i)"
+    )
+    con.execute("ALTER TABLE t ADD COLUMN s.c INTEGER DEFAULT 5")
+    con.execute(
+        "INSERT INTO t SELECT i, {'a': i, 'deep': {'x': 'w'}, 'c': 7} FROM range(20, 23) r(i)"
+    )
+    con.execute("ALTER TABLE t ADD COLUMN s.deep.y VARCHAR DEFAULT 'dflt'")
+    con.execute("INSERT INTO t VALUES (30, {'a': 30, 'deep': {'x': 'z', 'y': 'given'}, 'c': NULL})")
+    assert con.execute("SELECT s.c, s.deep.y FROM t WHERE id = 1").fetchone() == (5, "dflt")
+    assert con.execute("SELECT s FROM t WHERE id = 0").fetchone() == (None,)
+    counts = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "ours")
+    assert counts[max(counts)] == 24
+    con.close()

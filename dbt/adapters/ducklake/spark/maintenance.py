@@ -34,7 +34,6 @@ from ..lake import (
     TableInfo,
     Transaction,
     cleanup_candidates,
-    decode_default,
     find_orphans,
     forget_scheduled,
     merge_groups,
@@ -51,7 +50,7 @@ from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
 from .local_rows import local_frame
 from .remove_task import RemovePaths
-from .scan import read_files, spark_rows
+from .scan import column_defaults, read_files, spark_rows
 from .scan_files import local_path, read_parquet
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 from .write import write_data_files
@@ -362,7 +361,7 @@ def _read(
     """The group's rows with their row ids (and snapshot ids), in one partition."""
     columns = cat.columns(group.table.table_id)
     with cat.session():
-        has_defaults = any(decode_default(c) is not None for c in columns)
+        has_defaults = bool(column_defaults(columns))  # struct fields' too
         stats = cat.file_column_stats(group.table.table_id) if has_defaults else {}
         deletes = cat.inlined_deletes(group.table.table_id) if live_only else []
     data = read_files(

@@ -251,7 +251,7 @@ def read_files(
     defaults, field ids present) are read as a plain Parquet scan when the caller asks
     for no per-file columns; only the others are matched to their file.
     """
-    defaults = {c.column_id: c for c in columns if decode_default(c) is not None}
+    defaults = column_defaults(columns)
     plain: list[DataFile] = []
     if not (lineage or positions):
         plain, files = _split_plain(files, file_stats, defaults, inlined_deletes, snap)
@@ -284,7 +284,7 @@ def read_files(
 def _split_plain(
     files: Sequence[DataFile],
     file_stats: dict[int, Any],
-    defaults: dict[int, Column],
+    defaults: Mapping[int, Default],
     inlined_deletes: Sequence[Any],
     snap: int | None,
 ) -> tuple[list[DataFile], list[DataFile]]:
@@ -316,7 +316,7 @@ def _read_per_file(
     columns: Sequence[Column],
     files: Sequence[DataFile],
     file_stats: dict[int, Any],
-    defaults: dict[int, Column],
+    defaults: Mapping[int, Default],
     inlined_deletes: Sequence[Any],
     snap: int | None,
     lineage: bool,
@@ -504,18 +504,45 @@ def _uuid_text(name: str) -> SparkColumn:
     )
 
 
+@dataclass(frozen=True)
+class Default:
+    """A column, or a field of a struct column, with an initial default: `path` names
+    it from the top-level column down."""
+
+    path: tuple[str, ...]
+    column: Column
+
+
+def column_defaults(columns: Sequence[Column]) -> dict[int, Default]:
+    """Per column id, the columns and struct fields (at any depth of structs) that
+    files written before them read as their initial default, as DuckDB reads them."""
+    found: dict[int, Default] = {}
+
+    def walk(col: Column, path: tuple[str, ...]) -> None:
+        if decode_default(col) is not None:
+            found[col.column_id] = Default(path, col)
+        if col.type == "struct":
+            for child in col.children:
+                walk(child, (*path, child.name))
+
+    for col in columns:
+        walk(col, (col.name,))
+    return found
+
+
 def _apply_defaults(
     data: DataFrame,
     files: Sequence[DataFile],
     file_stats: dict[int, Any],
-    defaults: dict[int, Column],
+    defaults: Mapping[int, Default],
 ) -> DataFrame:
-    """Fill columns added after a file was written with their initial default.
+    """Fill columns (and struct fields) added after a file was written with their
+    initial default; a NULL struct stays NULL.
 
     A file holds exactly the columns it has stats for (DuckDB and this engine write
-    stats for every column); files without any stats are taken to hold them all.
+    stats for every leaf column); files without any stats are taken to hold them all.
     """
-    for column_id, col in defaults.items():
+    for column_id, default in defaults.items():
         missing = [
             f.data_file_id
             for f in files
@@ -523,11 +550,14 @@ def _apply_defaults(
         ]
         if not missing:
             continue
+        col = default.column
         value = F.lit(decode_default(col)).cast(spark_schema([col])[0].dataType)
-        data = data.withColumn(
-            col.name,
-            F.when(F.col("__ducklake_fid").isin(missing), value).otherwise(F.col(f"`{col.name}`")),
-        )
+        top, *inner = (f"`{p.replace('`', '``')}`" for p in default.path)
+        current = F.col(".".join([top, *inner]))
+        filled = F.when(F.col("__ducklake_fid").isin(missing), value).otherwise(current)
+        if inner:  # a struct field: the struct gets it (NULL structs stay NULL)
+            filled = F.col(top).withField(".".join(inner), filled)
+        data = data.withColumn(default.path[0], filled)
     return data
 
 
