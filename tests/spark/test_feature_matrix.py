@@ -80,3 +80,27 @@ def test_struct_fields_added_with_a_default_read_it_in_older_files(
     counts = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "ours")
     assert counts[max(counts)] == 24
     con.close()
+
+
+def test_fields_added_with_a_default_inside_lists_and_maps(
+    spark, catalog: Catalog, tmp_path: Path
+) -> None:
+    """`ADD COLUMN l.element.c … DEFAULT 5` and `m.value.c … DEFAULT 6`: every element
+    and map value of older files reads the default; NULL and empty containers stay."""
+    con = _duckdb(catalog)
+    con.execute(
+        "CREATE TABLE t (id INTEGER, l STRUCT(a INTEGER)[], m MAP(VARCHAR, STRUCT(a INTEGER)))"
+    )
+    con.execute(
+        "INSERT INTO t SELECT i, CASE i % 4 WHEN 0 THEN NULL WHEN 1 THEN [] "
+        "ELSE [{'a': i}, NULL, {'a': -i}] END, "
+        "CASE WHEN i % 3 = 0 THEN NULL ELSE MAP {'k' || i: {'a': i}, 'z': NULL} END "
+        "FROM range(12) r(i)"
+    )
+    con.execute("ALTER TABLE t ADD COLUMN l.element.c INTEGER DEFAULT 5")
+    con.execute("ALTER TABLE t ADD COLUMN m.value.c INTEGER DEFAULT 6")
+    con.execute("INSERT INTO t VALUES (20, [{'a': 1, 'c': 9}], MAP {'n': {'a': 2, 'c': 8}})")
+    assert con.execute("SELECT l[1].c, m['k2'].c FROM t WHERE id = 2").fetchone() == (5, 6)
+    counts = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "ours")
+    assert counts[max(counts)] == 13
+    con.close()

@@ -506,24 +506,28 @@ def _uuid_text(name: str) -> SparkColumn:
 
 @dataclass(frozen=True)
 class Default:
-    """A column, or a field of a struct column, with an initial default: `path` names
-    it from the top-level column down."""
+    """A column, or a field nested in one, with an initial default: `path` leads to it
+    from the top-level column, a step per level: a struct field's name, or `[]` for a
+    list's elements, `{k}` / `{v}` for a map's keys / values."""
 
     path: tuple[str, ...]
     column: Column
 
 
+_ELEMENTS, _KEYS, _VALUES = "[]", "{k}", "{v}"
+
+
 def column_defaults(columns: Sequence[Column]) -> dict[int, Default]:
-    """Per column id, the columns and struct fields (at any depth of structs) that
-    files written before them read as their initial default, as DuckDB reads them."""
+    """Per column id, the columns and nested fields (through structs, lists and maps)
+    that files written before them read as their initial default, as DuckDB does."""
     found: dict[int, Default] = {}
 
     def walk(col: Column, path: tuple[str, ...]) -> None:
         if decode_default(col) is not None:
             found[col.column_id] = Default(path, col)
-        if col.type == "struct":
-            for child in col.children:
-                walk(child, (*path, child.name))
+        steps = {"list": [_ELEMENTS], "map": [_KEYS, _VALUES]}.get(col.type)
+        for i, child in enumerate(col.children):
+            walk(child, (*path, steps[i] if steps else child.name))
 
     for col in columns:
         walk(col, (col.name,))
@@ -536,8 +540,8 @@ def _apply_defaults(
     file_stats: dict[int, Any],
     defaults: Mapping[int, Default],
 ) -> DataFrame:
-    """Fill columns (and struct fields) added after a file was written with their
-    initial default; a NULL struct stays NULL.
+    """Fill columns (and nested fields) added after a file was written with their
+    initial default; a NULL struct, list or map stays NULL.
 
     A file holds exactly the columns it has stats for (DuckDB and this engine write
     stats for every leaf column); files without any stats are taken to hold them all.
@@ -552,13 +556,29 @@ def _apply_defaults(
             continue
         col = default.column
         value = F.lit(decode_default(col)).cast(spark_schema([col])[0].dataType)
-        top, *inner = (f"`{p.replace('`', '``')}`" for p in default.path)
-        current = F.col(".".join([top, *inner]))
-        filled = F.when(F.col("__ducklake_fid").isin(missing), value).otherwise(current)
-        if inner:  # a struct field: the struct gets it (NULL structs stay NULL)
-            filled = F.col(top).withField(".".join(inner), filled)
-        data = data.withColumn(default.path[0], filled)
+        older = F.col("__ducklake_fid").isin(missing)
+        top, *inner = default.path
+        data = data.withColumn(top, _filled(F.col(f"`{top}`"), inner, older, value))
     return data
+
+
+def _filled(
+    current: SparkColumn, path: Sequence[str], older: SparkColumn, value: SparkColumn
+) -> SparkColumn:
+    """`current` with the value at `path` (steps as in `Default`) set to `value` where
+    `older` holds; every container on the way keeps its NULLs."""
+    if not path:
+        return F.when(older, value).otherwise(current)
+    step, rest = path[0], path[1:]
+    if step == _ELEMENTS:
+        return F.transform(current, lambda e: _filled(e, rest, older, value))
+    if step == _KEYS:
+        return F.transform_keys(current, lambda k, _v: _filled(k, rest, older, value))
+    if step == _VALUES:
+        return F.transform_values(current, lambda _k, v: _filled(v, rest, older, value))
+    return current.withField(
+        f"`{step.replace('`', '``')}`", _filled(current.getField(step), rest, older, value)
+    )
 
 
 def read_back(
