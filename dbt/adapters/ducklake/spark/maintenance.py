@@ -46,11 +46,12 @@ from ..lake import (
     expire_snapshots as expire_in_catalog,
 )
 from .arrow import DeleteTarget, write_delete_file
+from .defaults import column_defaults
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
 from .local_rows import local_frame
 from .remove_task import RemovePaths
-from .scan import column_defaults, read_files, spark_rows
+from .scan import read_files, spark_rows
 from .scan_files import local_path, read_parquet
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 from .write import write_data_files
