@@ -264,6 +264,17 @@ CASES = [
         ["option target_file_size takes a byte count", "1MB'); drop table base; --"],
     ),
     Case(
+        "layout macro relation injection",
+        [
+            "run-operation",
+            "ducklake_set_sorted_by",
+            "--args",
+            '{relation: "base set sorted by (id); drop view view_ok; alter table base", '
+            "keys: [id]}",
+        ],
+        ["ducklake_set_sorted_by", "is not a table name", "drop view view_ok"],
+    ),
+    Case(
         "CALL argument injection",
         [
             "run-operation",

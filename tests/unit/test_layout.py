@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from dbt_common.exceptions import DbtConfigError
 
-from dbt.adapters.ducklake.layout import model_layout
+from dbt.adapters.ducklake.layout import layout_target, model_layout
 
 
 def test_layout_configs_render_as_create_clauses() -> None:
@@ -38,3 +38,17 @@ def test_layout_configs_render_as_create_clauses() -> None:
 def test_invalid_layout_configs_are_refused(config: dict[str, object], message: str) -> None:
     with pytest.raises(DbtConfigError, match=message):
         model_layout("model.p.m", config)
+
+
+@pytest.mark.parametrize("name", ["events", "shop.events", "lake.shop.events_2", " shop.Events "])
+def test_layout_macros_take_a_plain_table_name(name: str) -> None:
+    assert layout_target("ducklake_set_sorted_by", name) == name.strip()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "shop.events; drop table shop.x", "shop events", "a.b.c.d", "`shop`.events", "1x"],
+)
+def test_layout_macros_refuse_text_that_is_more_than_a_name(text: str) -> None:
+    with pytest.raises(DbtConfigError, match=r"ducklake_set_sorted_by: relation .* is not a table"):
+        layout_target("ducklake_set_sorted_by", text)

@@ -31,7 +31,7 @@ from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info, dbt_command
 from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
-from .layout import Layout, layout_alters, model_layout
+from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation
 from .snapshots import consumed_snapshot, plan_changes_snapshot
 from .spark.errors import spark_error_text
@@ -262,13 +262,17 @@ class DucklakeAdapter(SQLAdapter):
         return layout_alters(layout, cat, relation.schema, relation.identifier, str(relation))
 
     @available
-    def layout_items(self, verb: str, keys: Any) -> list[str]:
-        """The keys of a layout macro, checked like the model configs."""
+    def layout_statement(self, relation: Any, verb: str, keys: Any) -> str:
+        """The ALTER of a layout macro: the table checked to be a name, the keys
+        checked like the model configs."""
+        macro = f"ducklake_{verb.replace(' ', '_')}"
+        target = layout_target(macro, relation)
         if verb.startswith("reset"):
-            return []
+            return f"alter table {target} {verb}"
         option = "partition_by" if "partitioned" in verb else "sorted_by"
-        layout = model_layout(f"ducklake_{verb.replace(' ', '_')}", {option: keys})
-        return list(layout.partition_items if option == "partition_by" else layout.sort_items)
+        layout = model_layout(macro, {option: keys})
+        items = layout.partition_items if option == "partition_by" else layout.sort_items
+        return f"alter table {target} {verb} ({', '.join(items)})"
 
     @available
     def set_lake_option(

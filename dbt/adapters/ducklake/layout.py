@@ -5,6 +5,7 @@ config changed since the table was laid out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -113,3 +114,24 @@ def _items(
             f"{', '.join(repr(a) for a in accepted)}; got {value!r}"
         )
     return tuple(v.strip() for v in value)
+
+
+# a table named in text (run-operation --args): `table`, `schema.table` or
+# `catalog.schema.table`, each an unquoted identifier
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+
+
+def layout_target(macro: str, relation: Any) -> str:
+    """The table a layout macro alters, as SQL: a relation (`this`, `ref()`) renders as
+    dbt quotes it; text must be a plain dotted name, so no argument reaches the SQL
+    as anything but a table name."""
+    if not isinstance(relation, str):
+        return str(relation)
+    name = relation.strip()
+    if not _TABLE_NAME.match(name):
+        raise DbtConfigError(
+            f"{macro}: relation {relation!r} is not a table name; pass a relation "
+            "(this, ref('model')) or `schema.table` / `table` made of letters, digits "
+            "and underscores"
+        )
+    return name

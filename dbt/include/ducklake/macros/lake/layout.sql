@@ -20,9 +20,9 @@
 {#- runs the ALTER itself (and renders nothing), so the same call works in a hook and
     in run-operation -#}
 {% macro ducklake__layout(relation, verb, keys) -%}
-  {%- set items = adapter.layout_items(verb, keys) -%}
+  {%- set statement = adapter.layout_statement(relation, verb, keys) -%}
   {%- if execute -%}
-    {%- do run_query('alter table ' ~ relation ~ ' ' ~ verb ~ ((' (' ~ items | join(', ') ~ ')') if items else '')) -%}
+    {%- do run_query(statement) -%}
   {%- endif -%}
   {{ return('') }}
 {%- endmacro %}
