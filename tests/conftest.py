@@ -135,17 +135,8 @@ def spark():  # type: ignore[no-untyped-def]
     }
     # experiments: extra session settings as JSON (e.g. to time a planner option)
     conf.update(json.loads(os.environ.get("DUCKLAKE_TEST_SPARK_CONF", "{}")))
-    # `./dev test` gives the JVMs tests start short-lived options; this long-lived one
-    # keeps what SPARK_SUBMIT_OPTS was before (DUCKLAKE_WORKER_JVM_OPTS)
-    children = os.environ.get("SPARK_SUBMIT_OPTS")
-    if "DUCKLAKE_WORKER_JVM_OPTS" in os.environ:
-        os.environ["SPARK_SUBMIT_OPTS"] = os.environ["DUCKLAKE_WORKER_JVM_OPTS"]
-    try:
-        # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches them
-        session = get_session(SessionConfig(master="local[2]", conf=with_s3_jars(conf, s3_jars())))
-    finally:
-        if children is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = children
+    # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches them
+    session = get_session(SessionConfig(master="local[2]", conf=with_s3_jars(conf, s3_jars())))
     session.sparkContext.setLogLevel("ERROR")
     yield session
     stop_session()
