@@ -51,6 +51,21 @@ def test_missing_sqlite_directory_and_missing_data_path(tmp_path) -> None:
         Lake.open(str(tmp_path / "m.sqlite"))
     with pytest.raises(MetadataConfigError, match="metadata_schema"):
         Lake.open(str(tmp_path / "m.sqlite"), data_path=str(tmp_path), metadata_schema="x")
+    # a data_path that is a regular file: refused before the catalog is created, and
+    # when an existing lake stores one
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(
+        MetadataConfigError, match=r"data_path '.*/file/' .* is a file, not a folder"
+    ):
+        Lake.open(str(tmp_path / "f.sqlite"), data_path=str(tmp_path / "file"))
+    with pytest.raises(CatalogNotFoundError):
+        Lake.open(str(tmp_path / "f.sqlite"), create=False)
+    Lake.open(str(tmp_path / "n.sqlite"), data_path=str(tmp_path / "d")).close()
+    if (tmp_path / "d").exists():
+        (tmp_path / "d").rmdir()
+    (tmp_path / "d").write_text("moved away, a file now")
+    with pytest.raises(MetadataConfigError, match="is a file, not a folder"):
+        Lake.open(str(tmp_path / "n.sqlite"))
 
 
 def test_wrong_format_version_is_refused(catalog: Catalog) -> None:
@@ -59,6 +74,52 @@ def test_wrong_format_version_is_refused(catalog: Catalog) -> None:
         conn.execute(sa.text("UPDATE ducklake_metadata SET value = '0.3' WHERE key = 'version'"))
     with pytest.raises(FormatVersionError, match=r"'0\.3'.*format 1\.0"):
         Lake.open(catalog.metadata)
+
+
+def test_a_data_path_other_than_the_stored_one_is_refused_unless_overridden(
+    tmp_path, monkeypatch
+) -> None:
+    """A profile's data_path that is not the lake's would record new files under the
+    stored path while writing them elsewhere (DuckDB then fails to open them): refused,
+    both paths named, unless overridden as DuckDB's OVERRIDE_DATA_PATH does."""
+    stored, other = tmp_path / "a", tmp_path / "b"
+    con = duck.connect()
+    duck.attach(
+        con,
+        f"sqlite:{tmp_path}/m.sqlite",
+        data_path=str(stored),
+        options="DATA_INLINING_ROW_LIMIT 0",
+    )
+    con.execute("CREATE TABLE lake.t AS SELECT 1 AS x")
+    con.close()
+    metadata = f"sqlite:///{tmp_path}/m.sqlite"
+    with pytest.raises(MetadataConfigError) as err:
+        Lake.open(metadata, data_path=str(other))
+    assert f"'{other}/'" in str(err.value) and f"'{stored}/'" in str(err.value), err.value
+    assert "override_data_path: true" in str(err.value)
+    # the stored folder however spelled: relative to the current folder, without the
+    # slash, through a symlink
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link").symlink_to(stored)
+    for spelling in ("a", str(stored), "link/"):
+        lake = Lake.open(metadata, data_path=spelling)
+        assert lake.latest_snapshot().snapshot_id == 1
+        lake.close()
+
+    # the files moved to b: overridden, the lake reads and writes there, as DuckDB does
+    stored.rename(other)
+    lake = Lake.open(metadata, data_path=str(other), override_data_path=True)
+    assert lake.data_path == f"{other}/"
+    with lake.transaction() as tx:
+        t = tx.table("main", "t")
+        tx.add_data_files(t, [write_data_file(t, [(2,)])])
+    lake.close()
+    con = duck.connect()
+    duck.attach(
+        con, f"sqlite:{tmp_path}/m.sqlite", data_path=str(other), options="OVERRIDE_DATA_PATH true"
+    )
+    assert sorted(con.execute("FROM lake.t").fetchall()) == [(1,), (2,)]
+    con.close()
 
 
 def _lake_with_table(catalog: Catalog) -> Lake:

@@ -164,3 +164,31 @@ def test_bad_s3_fields_are_refused(change: dict, message: str, monkeypatch) -> N
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
     with pytest.raises(DbtConfigError, match=message):
         DucklakeCredentials.from_dict({**BASE, **S3, **change})
+
+
+def test_unknown_profile_fields_are_named_with_the_closest_known_one() -> None:
+    from dbt_common.events.base_types import EventMsg
+    from dbt_common.events.event_manager_client import get_event_manager
+
+    manager = get_event_manager()
+    seen: list[str] = []
+
+    def keep(msg: EventMsg) -> None:
+        seen.append(msg.info.msg)
+
+    manager.add_callback(keep)
+    try:
+        DucklakeCredentials.validate({**BASE, "spark_mastr": "local[2]", "zzz": 1})
+    finally:
+        manager.callbacks.remove(keep)  # type: ignore[attr-defined]
+    warned = [m for m in seen if "unknown field" in m]
+    assert any("'spark_mastr' is ignored; did you mean 'spark_master'?" in m for m in warned), seen
+    assert any("'zzz' is ignored; known fields: author, catalog" in m for m in warned), seen
+    assert len(warned) == 2, warned
+    seen.clear()
+    manager.add_callback(keep)
+    try:
+        DucklakeCredentials.validate({**BASE, "catalog": "x", "override_data_path": True})
+    finally:
+        manager.callbacks.remove(keep)  # type: ignore[attr-defined]
+    assert not [m for m in seen if "unknown field" in m], seen

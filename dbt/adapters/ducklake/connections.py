@@ -114,6 +114,7 @@ class LakeHandle:
                 data_path=credentials.data_path,
                 metadata_schema=credentials.metadata_schema,
                 files=credentials.file_io(),
+                override_data_path=credentials.override_data_path,
             )
 
         with _OPENING:  # dbt threads open connections together; one creates the lake

@@ -3,19 +3,23 @@ a typo fails `dbt debug` with the field's name instead of a Spark stack trace.""
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from dbt.adapters.contracts.connection import Credentials
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtConfigError
 
 from .atomic import check_mode
 from .lake import FileIO, LakeError, S3Settings, Secrets, parse_metadata
 from .spark.session import SessionConfig
 from .spark.storage import s3_jars, uses_s3, with_s3_jars
+
+logger = AdapterLogger("DuckLake")
 
 
 @dataclass
@@ -24,6 +28,9 @@ class DucklakeCredentials(Credentials):
     schema: str = ""
     metadata: str = ""
     data_path: str | None = None
+    # a data_path other than the lake's stored one: refused unless this is set (DuckDB's
+    # OVERRIDE_DATA_PATH, for a lake whose files were moved)
+    override_data_path: bool = False
     metadata_schema: str | None = None
     spark_master: str | None = None
     spark_remote: str | None = None
@@ -54,6 +61,7 @@ class DucklakeCredentials(Credentials):
         return (
             "metadata",
             "data_path",
+            "override_data_path",
             "metadata_schema",
             "database",
             "schema",
@@ -65,6 +73,15 @@ class DucklakeCredentials(Credentials):
             "s3_url_style",
             "publish",
         )
+
+    @classmethod
+    def validate(cls, data: Any) -> None:
+        # dbt drops fields it does not know: a typo (`spark_mastr`) would run with the
+        # default without a word
+        if isinstance(data, Mapping):
+            for warning in unknown_fields(data):
+                logger.warning(warning)
+        super().validate(data)
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
         # `dbt debug` prints these; a password in `metadata` must not reach the screen
@@ -152,3 +169,16 @@ def _os_user() -> str:
         return getpass.getuser()
     except Exception:  # no user database entry (containers)
         return "dbt"
+
+
+def unknown_fields(profile: Mapping[str, Any]) -> list[str]:
+    """A warning per profile field this adapter does not know, naming the closest one."""
+    known = sorted(
+        {f.name for f in fields(DucklakeCredentials)} | set(DucklakeCredentials._ALIASES)
+    )
+    warnings = []
+    for key in sorted(set(profile) - set(known)):
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(known)}"
+        warnings.append(f"ducklake profile: unknown field {key!r} is ignored{hint}")
+    return warnings

@@ -44,6 +44,25 @@ def normalize_data_path(data_path: str) -> str:
     return path if path.endswith("/") else path + "/"
 
 
+def _same_path(given: str, stored: str) -> bool:
+    """Whether a profile's data_path names the stored one (a relative one from the
+    current folder, a symlinked folder or a missing trailing slash included)."""
+    mine = normalize_data_path(given)
+    if "://" in mine or "://" in stored:
+        return mine == stored
+    return os.path.realpath(mine) == os.path.realpath(stored)
+
+
+def _refuse_a_file(data_path: str, lake: str) -> None:
+    """A data_path naming a regular file would fail only at the first write."""
+    local = data_path.rstrip("/")
+    if "://" not in local and os.path.exists(local) and not os.path.isdir(local):
+        raise MetadataConfigError(
+            f"data_path {data_path!r} of {lake} is a file, not a folder: the lake's "
+            "Parquet files go in a folder there"
+        )
+
+
 class Store:
     """A DuckLake catalog's metadata database, data path and options."""
 
@@ -79,8 +98,13 @@ class Store:
         metadata_schema: str | None = None,
         create: bool = True,
         files: FileIO | None = None,
+        override_data_path: bool = False,
     ) -> Self:
-        """Open the lake at `metadata`, creating it (snapshot 0) when it does not exist."""
+        """Open the lake at `metadata`, creating it (snapshot 0) when it does not exist.
+
+        A `data_path` other than the one the lake stores is refused unless
+        `override_data_path` (DuckDB's OVERRIDE_DATA_PATH): files written under it would
+        be recorded relative to a folder they are not in, and nobody could read them."""
         location = parse_metadata(metadata)
         if metadata_schema and location.backend == "sqlite" and metadata_schema != "main":
             raise MetadataConfigError(
@@ -101,12 +125,13 @@ class Store:
                     f"{location.describe()} holds no DuckLake yet: data_path is required to "
                     "create one"
                 )
+            _refuse_a_file(normalize_data_path(data_path), location.describe())
             lake._create(normalize_data_path(data_path))
         if location.backend == "sqlite":
             # only once the file is known to be a lake: a user's other database is
             # never switched to WAL by a wrong `metadata`
             ensure_wal(engine)
-        lake._load_metadata(data_path)
+        lake._load_metadata(data_path, override_data_path)
         return lake
 
     def _create(self, data_path: str) -> None:
@@ -145,7 +170,7 @@ class Store:
             )
         self._existing_tables.clear()
 
-    def _load_metadata(self, data_path_override: str | None) -> None:
+    def _load_metadata(self, data_path: str | None, override: bool) -> None:
         with self.connect() as conn:
             rows = conn.execute(
                 sa.text(
@@ -163,12 +188,21 @@ class Store:
             )
         self.version = version
         stored = global_opts.get("data_path")
-        if data_path_override:
-            self.data_path = normalize_data_path(data_path_override)
-        elif stored:
-            self.data_path = stored if stored.endswith("/") else stored + "/"
-        else:
+        if not stored:
             raise MetadataConfigError(f"{self.location.describe()}: the lake stores no data_path")
+        stored = stored if stored.endswith("/") else stored + "/"
+        self.data_path = stored
+        if data_path and not _same_path(data_path, stored) and not override:
+            raise MetadataConfigError(
+                f"data_path {normalize_data_path(data_path)!r} differs from the data path "
+                f"{self.location.describe()} stores, {stored!r}: files written there "
+                "would be recorded under the stored path and read by no one. Use the "
+                "stored path (or leave data_path out), or set override_data_path: true "
+                "(DuckDB's OVERRIDE_DATA_PATH) if the lake's files were moved there"
+            )
+        if data_path:
+            self.data_path = normalize_data_path(data_path)
+        _refuse_a_file(self.data_path, self.location.describe())
 
     # -- plumbing ------------------------------------------------------------------
     def qualified(self, table: str) -> str:
