@@ -3,12 +3,16 @@ snapshot, the same multiset of rows (EXCEPT ALL both ways)."""
 
 from __future__ import annotations
 
+import glob
 from collections import Counter
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import CatalogNotFoundError, Lake
 from dbt.adapters.ducklake.spark.scan import scan_table
@@ -44,11 +48,13 @@ def _canon(values: Any) -> Any:
 def assert_same_in_duckdb(
     spark: Any, metadata: str, con: duckdb.DuckDBPyConnection, table: str, out: Path
 ) -> dict[int, int]:
-    """`table` at every snapshot reads the same rows here as in DuckDB: each of our scans
-    is written to plain Parquet, and DuckDB takes EXCEPT ALL both ways (exact, nested
-    values included, and fast on 100k+ rows). Returns the row count per snapshot."""
+    """`table` at every snapshot reads the same rows here as in DuckDB: our scans are
+    written to plain Parquet (one Spark job per schema the table had: the scans of each
+    are unioned, tagged by snapshot), and DuckDB takes EXCEPT ALL both ways per snapshot
+    (exact, nested values included, and fast on 100k+ rows). Returns the row count per
+    snapshot."""
     lake = Lake.open(metadata)
-    counts = {}
+    scans: dict[str, list[tuple[int, Any]]] = {}  # schema -> (snapshot, scan)
     for (at,) in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake')").fetchall():
         try:
             con.execute(f"SELECT 1 FROM {table} AT (VERSION => {at}) LIMIT 0")
@@ -56,15 +62,31 @@ def assert_same_in_duckdb(
             with pytest.raises(CatalogNotFoundError):
                 scan_table(spark, lake, "main", table, at=at)
             continue
-        ours = str(out / f"{table}-{at}")
-        scan_table(spark, lake, "main", table, at=at).write.parquet(ours)
-        theirs = f"(FROM {table} AT (VERSION => {at}))"
-        mine = f"(FROM read_parquet('{ours}/*.parquet'))"
-        missing, extra, n = con.execute(
-            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})), "
-            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs})), (SELECT count(*) FROM {theirs})"
-        ).fetchone()
-        assert (missing, extra) == (0, 0), (table, at, missing, extra)
-        counts[at] = n
+        scan = scan_table(spark, lake, "main", table, at=at)
+        scans.setdefault(scan.schema.json(), []).append((at, scan))
     lake.close()
+    written: dict[int, str] = {}  # snapshot -> the folder of our rows
+    for n, tagged in enumerate(scans.values()):
+        folder = str(out / f"{table}-{n}")
+        frames = [df.withColumn(_AT, F.lit(at)) for at, df in tagged]
+        reduce(DataFrame.union, frames).write.partitionBy(_AT).parquet(folder)
+        written.update({at: folder for at, _ in tagged})
+    counts = {}
+    for at, folder in sorted(written.items()):
+        theirs = f"(FROM {table} AT (VERSION => {at}))"
+        files = glob.glob(f"{folder}/{_AT}={at}/*.parquet")  # none: we read no rows
+        mine = f"(FROM read_parquet({files!r}, hive_partitioning = false))" if files else None
+        n = con.execute(f"SELECT count(*) FROM {theirs}").fetchone()[0]
+        if mine is None:
+            assert n == 0, (table, at, "we read no rows; DuckDB reads", n)
+        else:
+            missing, extra = con.execute(
+                f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})), "
+                f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))"
+            ).fetchone()
+            assert (missing, extra) == (0, 0), (table, at, missing, extra)
+        counts[at] = n
     return counts
+
+
+_AT = "__snapshot"
