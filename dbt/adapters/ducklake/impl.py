@@ -422,7 +422,10 @@ class DucklakeAdapter(SQLAdapter):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "seed.csv")
             agate_table.to_csv(path)
-            raw = handle.spark.read.option("header", "true").csv(path, inferSchema=False)
+            # agate writes RFC 4180: quotes doubled inside quoted fields, newlines kept
+            raw = handle.spark.read.csv(
+                path, header=True, inferSchema=False, escape='"', multiLine=True
+            )
             cast = raw.select(
                 *[
                     _seed_column(raw[i], n, t, relation)
