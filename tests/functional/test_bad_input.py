@@ -178,6 +178,47 @@ CASES = [
         _model("bad", _table(", partition_by=['week(id)']")),
     ),
     Case(
+        "a typo in the SQL",
+        ["run", "-s", "bad"],
+        ["model bad", "syntax error", "'selec'", "== SQL =="],
+        _model("bad", _table("", "selec 1 as id")),
+    ),
+    Case(
+        "a model named after a reserved word",
+        ["run", "-s", "select"],
+        ["model select", "the reserved word 'select'", "alias"],
+        _model("select", _table("")),
+    ),
+    Case(
+        "a bad layout key in a model's hook",
+        ["run", "-s", "bad"],
+        ["model bad", "ducklake_set_sorted_by", "id; drop view view_ok"],
+        _model(
+            "bad",
+            "{{ config(materialized='table', pre_hook=\"{{ ducklake_set_sorted_by("
+            "ref('base'), ['id; drop view view_ok']) }}\") }}\nselect 1 as id",
+        ),
+    ),
+    Case(
+        "year() of a string column",
+        ["run", "-s", "bad"],
+        ["bad", "partition", "year()", "the column is VARCHAR", "takes DATE, TIMESTAMP"],
+        _model(
+            "bad",
+            _table(", partition_by=['year(s)']", "select 1 as id, '2024-01-01' as s"),
+        ),
+    ),
+    Case(
+        "hour() of an integer column by the layout macro",
+        [
+            "run-operation",
+            "ducklake_set_partitioned_by",
+            "--args",
+            "{relation: base, keys: ['hour(id)']}",
+        ],
+        ["base", "column 'id'", "hour()", "the column is INT32", "takes DATE, TIMESTAMP"],
+    ),
+    Case(
         "incompatible type change under on_schema_change",
         ["run", "-s", "inc"],
         ["inc", "cannot change column", ".inc.id' from int32 to varchar", "lossless"],
@@ -273,6 +314,21 @@ CASES = [
             "keys: [id]}",
         ],
         ["ducklake_set_sorted_by", "is not a table name", "drop view view_ok"],
+    ),
+    Case(
+        "strategy changes over a view",
+        ["snapshot", "-s", "snap_view"],
+        ["snapshot snap_view", "is a view", "strategy 'timestamp' or 'check'"],
+        {
+            "snapshots/snap_view.sql": "{% snapshot snap_view %}\n"
+            "{{ config(unique_key='id', strategy='changes', target_schema=target.schema) }}\n"
+            "select * from {{ ref('view_ok') }}\n{% endsnapshot %}\n"
+        },
+    ),
+    Case(
+        "expire_snapshots versions that are not ids",
+        ["run-operation", "ducklake_expire_snapshots", "--args", "{versions: ['abc']}"],
+        ["ducklake_expire_snapshots", "versions takes snapshot ids", "'abc'"],
     ),
     Case(
         "CALL argument injection",
@@ -392,6 +448,7 @@ def _debug(tmp_path, metadata: str, extra: str = "") -> str:  # type: ignore[no-
         capture_output=True,
         text=True,
         timeout=120,
+        cwd=root,  # relative paths in the profile are the project's, as when a user runs it
     )
     assert done.returncode != 0, done.stdout
     return done.stdout + done.stderr
@@ -436,3 +493,34 @@ def test_profiles_that_cannot_open_a_lake_change_nothing(tmp_path) -> None:  # t
     assert "format version '0.3'" in out and "format 1.0 only" in out, out
     assert _dump(lake_file) == rows
     assert lake.latest_snapshot().snapshot_id == 0
+
+    # a data_path other than the stored one: relative, from the project's folder
+    lake = Lake.open(f"sqlite:///{tmp_path / 'moved.sqlite'}", data_path=str(tmp_path / "a"))
+    rows = _dump(tmp_path / "moved.sqlite")
+    out = _debug(tmp_path, f"sqlite:///{tmp_path / 'moved.sqlite'}", "      data_path: lake/data\n")
+    stored, given = f"'{tmp_path / 'a'}/'", f"'{tmp_path / 'project' / 'lake' / 'data'}/'"
+    assert stored in out and given in out and "override_data_path: true" in out, out
+    assert _dump(tmp_path / "moved.sqlite") == rows
+    assert not (tmp_path / "project" / "lake").exists()
+
+
+RFC_4180_SEED = 'id,note\n1,"say ""hi"", then go"\n2,"line1\nline2"\n3,plain\n'
+
+
+class TestSeedsReadAsRfc4180:
+    """Quoted fields with doubled quotes and newlines load whole (dbt-postgres loads
+    them so): they used to load cut at the first doubled quote, or fail."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self):  # type: ignore[no-untyped-def]
+        return {"quoted.csv": RFC_4180_SEED}
+
+    def test_quoted_fields_load_whole(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        assert len(run_dbt(["seed"])) == 1
+        attach = "sqlite:" + dbt_profile_target["metadata"].removeprefix("sqlite:///")
+        rows = _lake_rows(attach, project.test_schema)["quoted"]
+        assert [(int(i), note) for i, note in rows] == [
+            (1, 'say "hi", then go'),
+            (2, "line1\nline2"),
+            (3, "plain"),
+        ]

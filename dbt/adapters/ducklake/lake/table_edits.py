@@ -119,7 +119,8 @@ class TableEdits:
                 raise InvalidChangeError(
                     f"cannot partition {table.qualified_name} by nested column {draft.name!r}"
                 )
-            resolved.append((draft.column_id, check_transform(transform)))
+            where = f"{table.qualified_name} column {draft.name!r}"
+            resolved.append((draft.column_id, check_transform(transform, draft.type, where)))
         table.partition, table.partition_changed = resolved, True
 
     def reset_partitioned_by(self, table: StagedTable) -> None:

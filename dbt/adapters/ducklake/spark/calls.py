@@ -119,12 +119,25 @@ def _flush(spark: SparkSession, lake: Lake, commit: CommitInfo, pos: Args, kw: K
     )
 
 
+def _snapshot_ids(versions: Any) -> list[int]:
+    """`versions => [3, 4]`: snapshot ids, each an integer (a digit string too)."""
+    values = versions if isinstance(versions, list | tuple) else [versions]
+    ids = []
+    for v in values:
+        if isinstance(v, bool) or not (isinstance(v, int) or str(v).strip().isdigit()):
+            raise CallError(
+                f"ducklake_expire_snapshots: versions takes snapshot ids (integers), got {v!r}"
+            )
+        ids.append(int(v))
+    return ids
+
+
 def _expire(spark: SparkSession, lake: Lake, commit: CommitInfo, pos: Args, kw: Kw) -> DataFrame:
     _allow("ducklake_expire_snapshots", kw, "versions", "older_than", "dry_run")
     versions = kw.get("versions")
     snaps = mt.expire_snapshots(
         lake,
-        versions=[int(v) for v in versions] if versions is not None else None,
+        versions=_snapshot_ids(versions) if versions is not None else None,
         older_than=_time(kw.get("older_than")),
         dry_run=bool(kw.get("dry_run", False)),
     )

@@ -96,7 +96,14 @@ def changes_batch(
     latest = lake.latest_snapshot().snapshot_id
     if not unique_key:
         raise CdcError("strategy 'changes' needs a unique_key")
-    table_ids = {str(i) for i in lake.catalog().table_ids_ever(schema, source.name)}
+    catalog = lake.catalog()
+    if any(v.name.lower() == source.name.lower() for v in catalog.views(schema)):
+        raise CdcError(
+            f"strategy 'changes' reads a table's change feed, and {schema}.{source.name} is "
+            "a view (views have none): select from the table it reads, or use strategy "
+            "'timestamp' or 'check'"
+        )
+    table_ids = {str(i) for i in catalog.table_ids_ever(schema, source.name)}
     history = lake.snapshots(since=since)
     if since is not None and not any(c.value in table_ids for s in history for c in s.changes):
         return None

@@ -129,3 +129,20 @@ def _engine_cause(exc: BaseException) -> str | None:
 def _public_suggestions(match: re.Match[str]) -> str:
     kept = [s for s in match.group(2).split(", ") if INTERNAL_PREFIX not in s]
     return match.group(1) + ", ".join(kept) + match.group(3)
+
+
+def spark_syntax_error(spark: object, text: str) -> str | None:
+    """Spark's parser's account of a statement our parser took only as an opaque
+    command (`create table … as selec 1`): its first line and the caret under the
+    place, or None when Spark parses it too (or the session has no local parser)."""
+    jspark = getattr(spark, "_jsparkSession", None)
+    if jspark is None:
+        return None
+    try:
+        jspark.sessionState().sqlParser().parsePlan(text)
+    except Exception as exc:  # pyspark's ParseException (the JVM's, converted)
+        message = str(exc)
+        if "PARSE_SYNTAX_ERROR" not in message:
+            return None
+        return "\n".join(line for line in message.strip().splitlines() if line.strip())
+    return None

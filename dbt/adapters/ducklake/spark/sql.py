@@ -34,6 +34,7 @@ from .errors import (
     LakeSQLError,
     NotNullViolation,
     spark_error_text,
+    spark_syntax_error,
 )
 from .merge import When, merge_into
 from .scan import ScanMetrics
@@ -169,6 +170,8 @@ class LakeSQL:
             done = tree_handler(tree, text)
             if done is not None:
                 return done.result
+        if isinstance(tree, exp.Command) and (problem := spark_syntax_error(self.spark, bare)):
+            raise LakeSQLError(f"SQL syntax error: {problem}")
         start = " ".join(bare.split()[:4])
         raise LakeSQLError(
             f"{_statement_words(bare)} is not supported on the lake yet (the statement "

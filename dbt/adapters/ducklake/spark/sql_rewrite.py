@@ -286,11 +286,32 @@ def _text_type_casts(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+_MISSING = re.compile(r"Required keyword: '\w+' missing for <class '[\w.]*?\.(\w+)'>")
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: .*?>")
+
+
+def _tokens_told(message: str) -> str:
+    """The parser's token objects as the word the user wrote: a keyword where a name
+    goes (a model named `select`) says how to use it as a name."""
+
+    def told(m: re.Match[str]) -> str:
+        kind, word = m.group(1), m.group(2)
+        if kind == "SENTINEL":
+            return "the end of the statement"
+        if kind.lower() != word.lower():
+            return repr(word)
+        return f"the reserved word {word!r} (quote it as `{word}`, or give the model an alias)"
+
+    # sqlglot's own classes say which construct is unfinished: `where (` → paren
+    message = _MISSING.sub(lambda m: f"an incomplete {m.group(1).lower()}", message)
+    return _TOKEN.sub(told, message)
+
+
 def parse(text: str) -> exp.Expression:
     try:
         parsed = sqlglot.parse(text, read="spark")
     except sqlglot.errors.ParseError as exc:  # its first line names the problem and place
-        raise LakeSQLError(f"SQL syntax error: {str(exc).splitlines()[0]}") from exc
+        raise LakeSQLError(f"SQL syntax error: {_tokens_told(str(exc).splitlines()[0])}") from exc
     statements = [s for s in parsed if s is not None]
     if len(statements) != 1:
         raise LakeSQLError(f"expected one SQL statement, got {len(statements)}")

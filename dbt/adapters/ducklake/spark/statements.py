@@ -151,9 +151,12 @@ def partition_fields(items: list[str]) -> list[tuple[str, str]]:
 def _is_expression(text: str) -> bool:
     """One SQL expression (a column or, as DuckLake allows, an expression of columns)."""
     try:
-        tree = sqlglot.parse_one(text, read="spark")
+        trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
     except sqlglot.errors.ParseError:
         return False
+    if len(trees) != 1:  # `id; drop view v`: more than one statement
+        return False
+    tree = trees[0]
     return isinstance(tree, sqlglot.exp.Expression) and not isinstance(
         tree, sqlglot.exp.Alias | sqlglot.exp.Query
     )

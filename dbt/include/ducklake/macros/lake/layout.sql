@@ -18,11 +18,11 @@
 {%- endmacro %}
 
 {#- runs the ALTER itself (and renders nothing), so the same call works in a hook and
-    in run-operation -#}
+    in run-operation; checked only when it runs, so a bad key fails its own node (named
+    by dbt), not the parse of the whole project -#}
 {% macro ducklake__layout(relation, verb, keys) -%}
-  {%- set statement = adapter.layout_statement(relation, verb, keys) -%}
   {%- if execute -%}
-    {%- do run_query(statement) -%}
+    {%- do run_query(adapter.layout_statement(relation, verb, keys)) -%}
   {%- endif -%}
   {{ return('') }}
 {%- endmacro %}
