@@ -8,7 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
+from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.errors import spark_error_text
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
 from tests.spark.every_snapshot import assert_same_in_duckdb
@@ -104,3 +108,21 @@ def test_fields_added_with_a_default_inside_lists_and_maps(
     counts = assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "ours")
     assert counts[max(counts)] == 13
     con.close()
+
+
+def test_brotli_files_fail_naming_the_compression(spark, sqlite_catalog: Catalog) -> None:
+    """Spark's Parquet reader has no Brotli codec: a table DuckDB wrote with
+    `parquet_compression 'brotli'` fails naming the file and the compression (it failed
+    with a ClassNotFoundException deep in the Java causes)."""
+    con = _duckdb(sqlite_catalog)
+    con.execute("CALL ducklake_set_option('lake', 'parquet_compression', 'brotli')")
+    con.execute("CREATE TABLE t AS SELECT range AS id FROM range(10)")
+    (path,) = con.execute("SELECT path FROM __ducklake_metadata_lake.ducklake_data_file").fetchone()
+    con.close()
+    lake = Lake.open(sqlite_catalog.metadata)
+    with pytest.raises(Exception) as failed:
+        LakeSQL(spark, lake).execute("SELECT sum(id) FROM main.t").collect()
+    text = spark_error_text(failed.value)
+    assert path in text and "compressed with Brotli" in text, text
+    assert "parquet_compression to zstd or snappy" in text, text
+    lake.close()

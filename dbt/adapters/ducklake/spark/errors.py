@@ -108,9 +108,20 @@ def _message(exc: BaseException) -> str:
     return str(exc)
 
 
+# a cause deep in the Java chain that Spark's one line leaves out, told as a feature
+_KNOWN_CAUSES = {
+    "org.apache.hadoop.io.compress.BrotliCodec": (
+        "the file is compressed with Brotli (DuckDB's parquet_compression 'brotli'), which "
+        "Spark's Parquet reader cannot decompress: it has no Brotli codec. Set "
+        "parquet_compression to zstd or snappy and rewrite the table in DuckDB"
+    ),
+}
+
+
 def _engine_cause(exc: BaseException) -> str | None:
     """The message of the adapter's own JVM classes deep in a Java cause chain (a
-    wrong key of an encrypted file, say), which Spark's one-line error leaves out."""
+    wrong key of an encrypted file, say), or a known cause told as the feature it is
+    (a Brotli-compressed file), which Spark's one-line error leaves out."""
     cause = getattr(exc, "java_exception", None)
     found = None
     try:
@@ -120,6 +131,10 @@ def _engine_cause(exc: BaseException) -> str | None:
             frames = cause.getStackTrace()
             if len(frames) and str(frames[0].getClassName()).startswith("ducklake.jvm."):
                 found = str(cause.getMessage())
+            told = str(cause.toString())
+            for marker, meaning in _KNOWN_CAUSES.items():
+                if marker in told:
+                    found = meaning
             cause = cause.getCause()
     except Exception:  # the JVM is gone
         return found
