@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-from ..lake import Lake
+from ..lake import CatalogReader, Lake
 from .changes import table_changes
 from .errors import CdcError
 from .local_rows import local_frame
@@ -80,6 +80,17 @@ class CdcBatch:
     metrics: ScanMetrics
 
 
+def _refuse_a_view(catalog: CatalogReader, schema: str, name: str) -> None:
+    """A view has no change feed: say so (its name is not a table's, which read as
+    "does not exist")."""
+    if any(v.name.lower() == name.lower() for v in catalog.views(schema)):
+        raise CdcError(
+            f"strategy 'changes' reads a table's change feed, and {schema}.{name} is a "
+            "view (views have none): select from the table it reads, or use strategy "
+            "'timestamp' or 'check'"
+        )
+
+
 def changes_batch(
     spark: SparkSession,
     lake: Lake,
@@ -97,12 +108,7 @@ def changes_batch(
     if not unique_key:
         raise CdcError("strategy 'changes' needs a unique_key")
     catalog = lake.catalog()
-    if any(v.name.lower() == source.name.lower() for v in catalog.views(schema)):
-        raise CdcError(
-            f"strategy 'changes' reads a table's change feed, and {schema}.{source.name} is "
-            "a view (views have none): select from the table it reads, or use strategy "
-            "'timestamp' or 'check'"
-        )
+    _refuse_a_view(catalog, schema, source.name)
     table_ids = {str(i) for i in catalog.table_ids_ever(schema, source.name)}
     history = lake.snapshots(since=since)
     if since is not None and not any(c.value in table_ids for s in history for c in s.changes):
