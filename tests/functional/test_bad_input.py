@@ -363,6 +363,26 @@ def _lake_rows(attach: str, schema: str) -> dict[str, list[tuple]]:  # type: ign
         con.close()
 
 
+def _duckdb_inserts_into_every_table(attach: str, schema: str) -> None:
+    """DuckDB can still write each table (a partition spec it cannot compute fails its
+    inserts): one row copied in, inside a transaction rolled back."""
+    con = duck.connect()
+    try:
+        duck.attach(con, attach, alias="lake")
+        tables = con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'lake' "
+            "AND table_schema = ? AND table_type = 'BASE TABLE'",
+            [schema],
+        ).fetchall()
+        for (name,) in tables:
+            con.execute("BEGIN")
+            con.execute(f'INSERT INTO lake.{schema}."{name}" FROM lake.{schema}."{name}" LIMIT 1')
+            con.execute("ROLLBACK")
+        assert tables
+    finally:
+        con.close()
+
+
 def _read(path: str) -> str:
     with open(path) as f:
         return f.read()
@@ -423,6 +443,7 @@ class TestBadInputChangesNothing:
             assert noise not in output, f"{case.name}: {noise!r} in:\n{output[-3000:]}"
         assert lake.latest_snapshot().snapshot_id == before, case.name
         assert _lake_rows(attach, project.test_schema) == rows, case.name
+        _duckdb_inserts_into_every_table(attach, project.test_schema)
 
 
 PROFILE = """
