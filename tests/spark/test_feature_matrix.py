@@ -126,3 +126,25 @@ def test_brotli_files_fail_naming_the_compression(spark, sqlite_catalog: Catalog
     assert path in text and "compressed with Brotli" in text, text
     assert "parquet_compression to zstd or snappy" in text, text
     lake.close()
+
+
+def test_hugeint_beyond_decimal_38_fails_naming_the_column(spark, sqlite_catalog: Catalog) -> None:
+    """DuckDB keeps HUGEINT as DOUBLE in Parquet: a value near 1.5e38 has no Spark
+    DECIMAL(38, 0); the read fails naming the column and the type (it used to say only
+    NUMERIC_VALUE_OUT_OF_RANGE), and values that fit read as DuckDB reads them."""
+    con = _duckdb(sqlite_catalog)
+    con.execute("CREATE TABLE t (id INTEGER, h HUGEINT)")
+    con.execute("INSERT INTO t VALUES (1, 12345), (2, -4503599627370496)")
+    con.execute(
+        "CREATE TABLE big AS SELECT 1 AS id, 150000000000000000000000000000000000000::HUGEINT AS h"
+    )
+    con.close()
+    lake = Lake.open(sqlite_catalog.metadata)
+    sql = LakeSQL(spark, lake)
+    rows = sorted(tuple(r) for r in sql.execute("SELECT id, h FROM main.t").collect())
+    assert [(i, int(h)) for i, h in rows] == [(1, 12345), (2, -4503599627370496)]
+    with pytest.raises(Exception) as failed:
+        sql.execute("SELECT sum(h) FROM main.big").collect()
+    text = spark_error_text(failed.value)
+    assert "column 'h': HUGEINT value 1.5E38 does not fit Spark's DECIMAL(38, 0)" in text, text
+    lake.close()

@@ -486,7 +486,18 @@ def _logical(col: Column) -> SparkColumn:
         epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
         return F.timestamp_add("MICROSECOND", F.floor(c / 1000), epoch).alias(col.name)
     if col.type in ("int128", "uint128"):
-        return c.cast(T.DecimalType(38, 0)).alias(col.name)
+        # DuckDB keeps HUGEINT as DOUBLE: beyond DECIMAL(38, 0) the cast would fail
+        # naming neither the column nor the type
+        kind = "HUGEINT" if col.type == "int128" else "UHUGEINT"
+        too_big = F.raise_error(
+            F.concat(
+                F.lit(f"column {col.name!r}: {kind} value "),
+                c.cast("string"),
+                F.lit(" does not fit Spark's DECIMAL(38, 0) (at most 38 digits)"),
+            )
+        )
+        fits = c.cast(T.DecimalType(38, 0))
+        return F.when(F.abs(c) >= F.lit(1e38), too_big).otherwise(fits).alias(col.name)
     return c
 
 
