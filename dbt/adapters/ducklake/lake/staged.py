@@ -41,29 +41,31 @@ def new_uuid() -> str:
     return str(uuid.uuid4())
 
 
-# the column types each time transform takes: those DuckDB computes it for (it binds
-# year(VARCHAR) nowhere, so a spec on a string locks its inserts and flushes out) and
-# this engine computes alike; hour of a DATE is 0 in both
-_TIMESTAMPS = ("timestamp", "timestamptz", "timestamp_s", "timestamp_ms", "timestamp_ns")
-TRANSFORM_TYPES = {
-    "year": ("date", *_TIMESTAMPS),
-    "month": ("date", *_TIMESTAMPS),
-    "day": ("date", *_TIMESTAMPS),
-    "hour": ("date", *_TIMESTAMPS),
-}
+# the column types the time transforms (year/month/day/hour) take: those DuckDB computes
+# them for (it binds year(VARCHAR) nowhere, so a spec on a string locks its inserts and
+# flushes out) and this engine computes alike; hour of a DATE is 0 in both
+_TIME_PARTS = ("year", "month", "day", "hour")
+_TIME_PART_TYPES = (
+    "date",
+    "timestamp",
+    "timestamptz",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp_ns",
+)
 
 
 def check_transform(transform: str, column_type: str | None = None, where: str = "") -> str:
     """The transform in canonical form; refused when unknown or when it does not apply
     to `column_type` (`where` names the table and column)."""
     t = transform.strip().lower()
-    if t in TRANSFORM_TYPES and column_type is not None and column_type not in TRANSFORM_TYPES[t]:
+    if t in _TIME_PARTS and column_type is not None and column_type not in _TIME_PART_TYPES:
         raise InvalidChangeError(
             f"cannot partition {where} by {t}(): the column is {column_type.upper()}; "
-            f"{t}() takes {', '.join(x.upper() for x in TRANSFORM_TYPES[t])} (cast the "
+            f"{t}() takes {', '.join(x.upper() for x in _TIME_PART_TYPES)} (cast the "
             "column in the model, or partition by the column itself or bucket(N, column))"
         )
-    if t in ("identity", "year", "month", "day", "hour"):
+    if t == "identity" or t in _TIME_PARTS:
         return t
     bucket = _BUCKET.match(t)
     if bucket is not None:

@@ -125,8 +125,9 @@ class Store:
                     f"{location.describe()} holds no DuckLake yet: data_path is required to "
                     "create one"
                 )
-            _refuse_a_file(normalize_data_path(data_path), location.describe())
-            lake._create(normalize_data_path(data_path))
+            new_path = normalize_data_path(data_path)
+            _refuse_a_file(new_path, location.describe())
+            lake._create(new_path)
         if location.backend == "sqlite":
             # only once the file is known to be a lake: a user's other database is
             # never switched to WAL by a wrong `metadata`
