@@ -280,6 +280,66 @@ CASES = [
         _op("call ducklake_explode('lake')"),
         ["unknown function", "ducklake_explode"],
     ),
+    # -- a failing post-hook runs inside its node's transaction: nothing of the node
+    #    (new rows, the hooks before it) is published
+    Case(
+        "failing post-hook of a table",
+        ["run", "-s", "base"],
+        ["model base", "no_such_column"],
+        _model(
+            "base",
+            BASE.replace(
+                "materialized='table'",
+                "materialized='table', post_hook=['delete from {{ this }} where id = 0', "
+                "'delete from {{ this }} where no_such_column = 1']",
+            ).replace("range(3)", "range(50)"),
+        ),
+    ),
+    Case(
+        "failing post-hook of an incremental merge",
+        ["run", "-s", "inc"],
+        ["model inc", "no_such_table"],
+        _model(
+            "inc",
+            INC.replace(
+                "on_schema_change='sync_all_columns'",
+                "on_schema_change='sync_all_columns', "
+                "post_hook='insert into {{ this }} select * from no_such_table'",
+            ).replace("concat('i', id)", "concat('j', id)"),
+        ),
+    ),
+    Case(
+        "failing post-hook of a view",
+        ["run", "-s", "view_ok"],
+        ["view_ok", "no_such_column"],
+        _model(
+            "view_ok",
+            "{{ config(post_hook='select no_such_column from {{ this }}') }}\n"
+            "select id, name, 1 as more from {{ ref('base') }}",
+        ),
+    ),
+    Case(
+        "failing post-hook of a seed",
+        ["seed", "--full-refresh"],
+        ["good_seed", "no_such_column"],
+        {
+            "seeds/good_seed.csv": "id,label\n7,z\n",
+            "seeds/props.yml": "seeds:\n  - name: good_seed\n    config:\n      post_hook: "
+            '"delete from {{ this }} where no_such_column = 1"\n',
+        },
+    ),
+    Case(
+        "failing post-hook of a snapshot",
+        ["snapshot"],
+        ["snap", "no_such_column"],
+        {
+            "snapshots/snap.sql": SNAPSHOT.replace(
+                "target_schema=target.schema",
+                "target_schema=target.schema, "
+                "post_hook='delete from {{ this }} where no_such_column = 1'",
+            )
+        },
+    ),
     # -- injection through macro arguments: quoted, never executed
     Case(
         "ducklake_at timestamp injection",

@@ -4,9 +4,11 @@ profile's author and the invocation id of the dbt command that wrote it."""
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
-from dbt.tests.util import run_dbt
+from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
@@ -79,4 +81,113 @@ class TestHooksAndOperationsCommit:
         ids = [json.loads(h[2])["invocation_id"] for h in touching]
         assert ids == [run_id, run_id, run_id, run_id, op_id]
         assert touching[-1][1] == "dbt run-operation macro_record"
+        con.close()
+
+
+# -- hooks inside and outside the node's transaction -------------------------------------
+TX_TABLE = """
+{{ config(
+    materialized='table',
+    pre_hook=[before_begin("insert into " ~ target.schema ~ ".audit values ('before_begin', 't')")],
+    post_hook=[
+        "delete from {{ this }} where id = 2",
+        "insert into " ~ target.schema ~ ".audit "
+            ~ "select 'post saw', cast(count(*) as string) from {{ this }}",
+        after_commit("insert into " ~ target.schema ~ ".audit values ('after_commit', 't')"),
+    ],
+) }}
+select cast(id as int) as id from range({{ var('rows', 40) }})
+"""
+TX_INC = """
+{{ config(
+    materialized='incremental', unique_key='id',
+    post_hook=[
+        "delete from {{ this }} where id % 10 = 3",
+        "{{ ducklake_merge_adjacent_files(this) }}",
+        "{% if var('fail', false) %}delete from {{ this }} where no_such_column = 1{% endif %}",
+    ],
+) }}
+select cast(id as int) as id, {{ var('v', 1) }} as v from range({{ var('rows', 40) }})
+"""
+
+
+def _data_files(root: str) -> set[str]:
+    return {
+        os.path.relpath(os.path.join(d, f), root)
+        for d, _, files in os.walk(root)
+        for f in files
+        if f.endswith(".parquet")
+    }
+
+
+class TestPostHooksInTheNodeTransaction:
+    """Post-hooks run inside the node's transaction: they see what the node wrote, commit
+    with it as one snapshot, and a failing one publishes nothing of the node (and leaves
+    no file behind); before_begin / after_commit hooks run outside it."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):  # type: ignore[no-untyped-def]
+        create = "create table if not exists {{ target.schema }}.audit (what string, node string)"
+        return {"on-run-start": [create]}
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"t.sql": TX_TABLE, "inc.sql": TX_INC}
+
+    def test_post_hooks_commit_with_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        metadata = dbt_profile_target["metadata"]
+        attach = "sqlite:" + metadata.removeprefix("sqlite:///")
+        schema = project.test_schema
+        run_dbt(["run"])
+        lake = Lake.open(metadata)
+        con = duck.connect()
+        duck.attach(con, attach, alias="lake")
+        t_ids = [
+            r[0] for r in con.execute(f"SELECT id FROM lake.{schema}.t ORDER BY id").fetchall()
+        ]
+        assert t_ids == [i for i in range(40) if i != 2]
+        audit = con.execute(f"SELECT what, node FROM lake.{schema}.audit ORDER BY what").fetchall()
+        # the post-hook read the table as the node and the hook before it left it
+        assert audit == [("after_commit", "t"), ("before_begin", "t"), ("post saw", "39")]
+        inc = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.inc").fetchone()
+        assert inc == (36, 36)
+        con.close()
+        # the node, its delete and its insert into audit: one snapshot, the node's
+        (node_snap,) = lake.table_history(schema, "t")
+        assert node_snap.commit_message.endswith("(table)")
+        assert json.loads(node_snap.commit_extra_info)["unique_id"] == "model.test.t"
+        assert node_snap.snapshot_id in [s.snapshot_id for s in lake.table_history(schema, "audit")]
+
+        # a failing post-hook: the incremental run's MERGE, delete and compaction are
+        # not published, and the files it wrote are removed
+        before = lake.latest_snapshot().snapshot_id
+        files = _data_files(lake.data_path)
+        _, output = run_dbt_and_capture(
+            ["run", "-s", "inc", "--vars", "{fail: true, v: 2, rows: 60}"], expect_pass=False
+        )
+        assert "no_such_column" in output and "inc" in output
+        assert "Traceback" not in output
+        assert lake.latest_snapshot().snapshot_id == before
+        assert _data_files(lake.data_path) == files
+        con = duck.connect()
+        duck.attach(con, attach, alias="lake")
+        assert con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.inc").fetchone() == (36, 36)
+        con.execute("BEGIN")
+        con.execute(f"INSERT INTO lake.{schema}.inc VALUES (1000, 1)")
+        con.execute("ROLLBACK")
+        con.close()
+
+        # the same run without the failure: one snapshot for the MERGE and the delete,
+        # then the compaction the post-hook asked for, after the publish
+        _, output = run_dbt_and_capture(["run", "-s", "inc", "--vars", "{v: 2, rows: 60}"])
+        deferred = output.index("ducklake_merge_adjacent_files: runs once the node is published")
+        compacted = re.search(r"ducklake_merge_adjacent_files: (\d+) row\(s\)", output)
+        assert compacted is not None and compacted.start() > deferred
+        after = lake.snapshots(since=before)
+        assert len(after) == (2 if int(compacted.group(1)) else 1), after
+        assert after[0].commit_message.endswith("(incremental merge)")
+        con = duck.connect()
+        duck.attach(con, attach, alias="lake")
+        got = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.inc").fetchone()
+        assert got == (54, 108)
         con.close()

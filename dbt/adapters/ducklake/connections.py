@@ -35,6 +35,7 @@ from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
 from .spark.storage import apply_s3, uses_s3
 from .spark.types import python_rows
+from .staged_node import StagedNode
 
 logger = AdapterLogger("DuckLake")
 _OPENING = threading.Lock()
@@ -121,20 +122,62 @@ class LakeHandle:
             # the catalog first: a wrong URL fails in a second, before a JVM starts
             mode = publish_mode(credentials.publish)
             staged = staged_lake(mode, dbt_command(), open_real)
-            self.lake = staged if staged is not None else open_real()
+            lake = staged if staged is not None else open_real()
         # a lake created elsewhere (DuckDB) may store a relative data path
-        credentials.require_shared(self.lake.data_path, "the lake's stored data_path")
-        config = credentials.session_config(self.lake.data_path)
+        credentials.require_shared(lake.data_path, "the lake's stored data_path")
+        config = credentials.session_config(lake.data_path)
         self.spark = get_session(replace(config, console_log=_spark_console_log()))
-        if uses_s3(self.lake.data_path):
-            apply_s3(self.spark, self.lake.files.s3)
-        self.sql = LakeSQL(
+        if uses_s3(lake.data_path):
+            apply_s3(self.spark, lake.files.s3)
+        self.home = LakeSQL(
             self.spark,
-            self.lake,
+            lake,
             default_schema=credentials.schema,
             catalog_name=credentials.database,
             commit=CommitInfo(author=credentials.author),
         )
+        self.node: StagedNode | None = None  # a node building into a staging copy
+
+    @property
+    def sql(self) -> LakeSQL:
+        """Where statements go: the node's staging copy while one is open."""
+        return self.node.sql if self.node is not None else self.home
+
+    @property
+    def lake(self) -> Lake:
+        return self.sql.lake
+
+    def stage_node(self) -> bool:
+        """The node about to build has post-hooks inside its transaction: its statements
+        commit into a staging copy until dbt's commit (`staged_node`). Not under
+        `publish: atomic`, where the whole build is staged already."""
+        self.discard_node()
+        if self.home.lake.staged_from is not None:
+            return False
+        self.node = StagedNode(self.home)
+        return True
+
+    def defer_call(self, function: str, statement: str) -> bool:
+        """A maintenance CALL from a staged node's hook runs after its publish."""
+        if self.node is None:
+            return False
+        self.node.after_publish.append((function, statement))
+        return True
+
+    def publish_node(self) -> None:
+        node, self.node = self.node, None
+        if node is not None:
+            node.publish(logger.info)
+
+    def discard_node(self) -> None:
+        node, self.node = self.node, None
+        if node is not None:
+            left = node.discard()
+            if left:
+                logger.info(
+                    f"{len(left)} file(s) of the failed node could not be removed; "
+                    "ducklake_delete_orphaned_files removes them"
+                )
 
     def set_commit(self, message: str | None, extra_info: Any) -> None:
         self.sql.commit = CommitInfo(
@@ -175,6 +218,7 @@ class LakeHandle:
     def rollback(self) -> None:
         if self.sql.in_transaction:
             self.sql.execute("ROLLBACK")
+        self.discard_node()
 
     def close(self) -> None:
         self.rollback()
@@ -261,7 +305,8 @@ class DucklakeConnectionManager(SQLConnectionManager):
     def get_response(cls, cursor: Any) -> AdapterResponse:
         snapshot = getattr(cursor, "snapshot", None)
         if snapshot is not None and getattr(cursor.handle.lake, "staged_from", None) is not None:
-            # publish: atomic — the snapshot is the staging copy's, published at the end
+            # a staging copy's snapshot: published at the node's commit or (publish:
+            # atomic) at the end of the build
             return AdapterResponse(_message="OK (staged)", code="OK", rows_affected=-1)
         if snapshot is not None:
             return AdapterResponse(
@@ -280,7 +325,11 @@ class DucklakeConnectionManager(SQLConnectionManager):
         self.get_thread_connection().transaction_open = True
 
     def commit(self) -> None:
-        self.get_thread_connection().transaction_open = False
+        """dbt's commit of a node: a node staged for its post-hooks publishes here."""
+        connection = self.get_thread_connection()
+        connection.transaction_open = False
+        if isinstance(connection.handle, LakeHandle):
+            connection.handle.publish_node()
 
     @classmethod
     def _rollback_handle(cls, connection: Connection) -> None:

@@ -402,6 +402,18 @@ class DucklakeAdapter(SQLAdapter):
         self._handle().set_commit(None, None)
         return ""
 
+    # -- a node's transaction (staged_node.py) ----------------------------------------
+    @available
+    def stage_node(self) -> str:
+        """The node has post-hooks inside its transaction: build into a staging copy,
+        published as one snapshot by dbt's commit."""
+        self._handle().stage_node()
+        return ""
+
+    @available
+    def defer_call(self, function: str, statement: str) -> bool:
+        return self._handle().defer_call(function, statement)
+
     # -- seeds ----------------------------------------------------------------------------
     @available
     def load_seed(

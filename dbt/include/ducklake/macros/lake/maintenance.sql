@@ -41,7 +41,9 @@
 {#- flush, expire, merge, rewrite, cleanup, orphans: DuckDB's CHECKPOINT, with the lake's
     options (expire_older_than, delete_older_than, rewrite_delete_threshold, auto_compact) -#}
 {% macro ducklake_checkpoint() -%}
-  {%- if execute -%}
+  {%- if execute and adapter.defer_call('ducklake_checkpoint', 'checkpoint') -%}
+    {{ log('ducklake_checkpoint: runs once the node is published', info=true) }}
+  {%- elif execute -%}
     {%- do run_query('checkpoint') -%}
     {{ log('ducklake_checkpoint: done', info=true) }}
   {%- endif -%}
@@ -73,8 +75,12 @@
       {%- do args.append(key ~ ' => ' ~ ducklake__call_value(value)) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- if execute -%}
-    {%- set result = run_query('call ' ~ function ~ '(' ~ args | join(', ') ~ ')') -%}
+  {%- set statement = 'call ' ~ function ~ '(' ~ args | join(', ') ~ ')' -%}
+  {%- if execute and adapter.defer_call(function, statement) -%}
+    {#- a post-hook of a node staged for its transaction: runs once it is published -#}
+    {{ log(function ~ ': runs once the node is published', info=true) }}
+  {%- elif execute -%}
+    {%- set result = run_query(statement) -%}
     {{ log(function ~ ': ' ~ (result.rows | length) ~ ' row(s)', info=true) }}
     {%- for row in result.rows -%}
       {{ log('  ' ~ row.values() | join('  '), info=true) }}

@@ -47,9 +47,29 @@
   {{ return([]) }}
 {%- endmacro %}
 
+{#- A node's hooks as dbt runs them: `transaction: false` ones (before_begin,
+    after_commit) outside the node's transaction, the others inside it. Pre-hooks commit
+    before the node builds. When post-hooks run inside the transaction, the node builds
+    into a staging copy of the catalog where each statement sees the ones before, and
+    dbt's commit publishes it with its post-hooks as one snapshot: a failing post-hook
+    publishes nothing of the node (staged_node.py). -#}
+{% macro ducklake__start_node() -%}
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+  {{ run_hooks(pre_hooks) }}
+  {{ ducklake__stage_for_post_hooks() }}
+{%- endmacro %}
+
+{% macro ducklake__stage_for_post_hooks() -%}
+  {%- if post_hooks | selectattr('transaction') | list | length > 0 -%}
+    {%- do adapter.stage_node() -%}
+  {%- endif -%}
+{%- endmacro %}
+
 {% macro ducklake__finish_node(target_relation) -%}
-  {{ adapter.clear_commit_context() }}
   {{ run_hooks(post_hooks) }}
+  {%- do adapter.commit() -%}
+  {{ adapter.clear_commit_context() }}
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
 {%- endmacro %}
 
 {#- A Python model's result lives in a Spark temporary view until its rows are written -#}

@@ -14,7 +14,7 @@
     {% do create_schema(model.schema) %}
   {% endif %}
 
-  {{ run_hooks(pre_hooks) }}
+  {{ ducklake__start_node() }}
   {%- if strategy_name == 'changes' -%}
     {%- do ducklake__snapshot_changes(target_relation if target_relation_exists else none, target_relation) -%}
     {{ ducklake__finish_node(target_relation) }}

@@ -3,7 +3,7 @@
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- do adapter.layout_clauses(model) -%}  {#- layout configs checked before any SQL -#}
 
-  {{ run_hooks(pre_hooks) }}
+  {{ ducklake__start_node() }}
   {{ ducklake__set_commit_context('table') }}
   {%- set model_sql = compiled_code -%}
   {%- if model.language == 'python' -%}

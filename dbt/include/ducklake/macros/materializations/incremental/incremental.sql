@@ -8,7 +8,7 @@
   {%- set on_schema_change = incremental_validate_on_schema_change(config.get('on_schema_change'), default='ignore') -%}
   {%- set full_refresh = existing_relation is none or existing_relation.is_view or should_full_refresh() -%}
 
-  {{ run_hooks(pre_hooks) }}
+  {{ ducklake__start_node() }}
   {%- set model_sql = compiled_code -%}
   {%- if model.language == 'python' -%}
     {#- model(dbt, session) runs here (dbt.is_incremental tells it which rows to return) -#}
