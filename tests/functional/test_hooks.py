@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
+from tests.conftest import _make_catalog
+from tests.functional.conftest import lake_target
 
 MODEL = """
 {{ config(
@@ -125,6 +129,17 @@ class TestPostHooksInTheNodeTransaction:
     with it as one snapshot, and a failing one publishes nothing of the node (and leaves
     no file behind); before_begin / after_commit hooks run outside it."""
 
+    @pytest.fixture(scope="class", params=["sqlite", "postgres"])
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+        """SQLite copies the catalog as a file, PostgreSQL as a schema."""
+        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
+        catalog = next(catalogs)
+        yield {
+            **lake_target(catalog.metadata, catalog.data_path),
+            "duckdb_attach": catalog.duckdb_attach,
+        }
+        next(catalogs, None)  # drops the PostgreSQL database
+
     @pytest.fixture(scope="class")
     def project_config_update(self):  # type: ignore[no-untyped-def]
         create = "create table if not exists {{ target.schema }}.audit (what string, node string)"
@@ -135,8 +150,7 @@ class TestPostHooksInTheNodeTransaction:
         return {"t.sql": TX_TABLE, "inc.sql": TX_INC}
 
     def test_post_hooks_commit_with_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
-        metadata = dbt_profile_target["metadata"]
-        attach = "sqlite:" + metadata.removeprefix("sqlite:///")
+        metadata, attach = dbt_profile_target["metadata"], dbt_profile_target["duckdb_attach"]
         schema = project.test_schema
         run_dbt(["run"])
         lake = Lake.open(metadata)
