@@ -17,6 +17,9 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
     BaseIncrementalOnSchemaChange,
 )
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
+from dbt.tests.adapter.incremental.test_incremental_predicates import (
+    TestPredicatesDeleteInsert as SuitePredicatesDeleteInsert,
+)
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
 
 
@@ -38,6 +41,10 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
 
 class TestIncrementalPredicatesDeleteInsert(BaseIncrementalPredicates):
     pass
+
+
+class TestPredicatesDeleteInsert(SuitePredicatesDeleteInsert):
+    """`predicates`, dbt's other name for incremental_predicates."""
 
 
 class TestIncrementalPredicatesMerge(BaseIncrementalPredicates):

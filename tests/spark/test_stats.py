@@ -65,3 +65,33 @@ def test_file_stats_match_duckdbs(spark, catalog: Catalog, query: str) -> None:
             con.execute(f"SELECT count(*) FROM theirs WHERE {predicate}").fetchone()
         ), predicate
     con.close()
+
+
+@pytest.mark.parametrize("inlined", [True, False], ids=["inlined_rows", "parquet_rows"])
+def test_a_column_added_to_rows_keeps_no_table_stats(
+    spark, sqlite_catalog: Catalog, inlined: bool
+) -> None:
+    """Rows written before ADD COLUMN read it as NULL: table stats claiming it holds no
+    NULL would let DuckDB answer count(column) as count(*). Like DuckDB, the table keeps
+    no stats for such a column, whatever is written into it later."""
+    from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE main.t AS SELECT CAST(id AS INT) AS id FROM range(1, 31)")
+    sql.execute("ALTER TABLE main.t ADD COLUMNS (doubled INT)")
+    new_rows = 5 if inlined else 40  # ≤ 10 rows are inlined
+    sql.execute(
+        "INSERT INTO main.t SELECT CAST(id AS INT), CAST(id * 2 AS INT) "
+        f"FROM range(100, {100 + new_rows})"
+    )
+    sql.execute("UPDATE main.t SET doubled = 0 WHERE id = 3")
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    got = con.execute(
+        "SELECT count(*), count(doubled), count(*) FILTER (doubled IS NOT NULL), "
+        "min(doubled), max(doubled) FROM lake.main.t"
+    ).fetchone()
+    assert got == (30 + new_rows, new_rows + 1, new_rows + 1, 0, (99 + new_rows) * 2)
+    spark_count = sql.execute("SELECT count(doubled) FROM main.t").collect()[0][0]
+    assert spark_count == new_rows + 1

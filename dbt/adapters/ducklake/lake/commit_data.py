@@ -37,6 +37,7 @@ class _Stats:
     columns: dict[int, dict[str, Any]] = field(default_factory=dict)
     existing_columns: set[int] = field(default_factory=set)
     dirty: bool = False
+    rows_before: int = 0  # the table's rows when this commit began
 
 
 class DataWriter:
@@ -167,6 +168,7 @@ class DataWriter:
                 int(row[1] or 0),
                 int(row[2] or 0),
             )
+            stats.rows_before = stats.record_count
         for r in self.conn.execute(
             sa.text(
                 f"SELECT column_id, contains_null, contains_nan, min_value, max_value FROM "
@@ -193,6 +195,12 @@ class DataWriter:
         lo: str | None,
         hi: str | None,
     ) -> None:
+        if column.column_id not in stats.columns and stats.rows_before > 0:
+            # a column added after the table had rows: those rows read its initial
+            # default (NULL unless given), which no file's stats describe; like DuckDB,
+            # the table keeps no stats for it (contains_null = false would let a reader
+            # answer count(column) with count(*))
+            return
         entry = stats.columns.setdefault(
             column.column_id,
             {"contains_null": False, "contains_nan": None, "min": None, "max": None},

@@ -250,7 +250,10 @@ class StagedTable:
         level = self.columns
         found: ColumnDraft | None = None
         for name in names:
-            found = next((c for c in level if c.name == name), None)
+            # DuckDB resolves column names case-insensitively (quoted or not)
+            found = next((c for c in level if c.name == name), None) or next(
+                (c for c in level if c.name.lower() == name.lower()), None
+            )
             if found is None:
                 raise CatalogNotFoundError(
                     f"column {'.'.join(names)!r} does not exist in table {self.qualified_name}"

@@ -13,6 +13,7 @@ differently. Spark keeps reading the view from its own text.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import sqlglot
@@ -485,7 +486,21 @@ def _nanvl(node: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=nan, true=node.expression)], default=node.this)
 
 
+def _time_travel(node: exp.Expression) -> exp.Expression:
+    """Spark's `t VERSION AS OF n` / `TIMESTAMP AS OF '…'` is DuckDB's `t AT (VERSION => n)`
+    / `AT (TIMESTAMP => …)`; a timestamp without a zone means UTC, as the engine reads it."""
+    value = node.expression
+    if not isinstance(value, exp.Literal):
+        return node  # the engine refuses it before the view is stored
+    if node.name.upper() == "VERSION":
+        return exp.Var(this=f"AT (VERSION => {int(value.name)})")
+    stamp = datetime.fromisoformat(value.name)
+    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    return exp.Var(this=f"AT (TIMESTAMP => TIMESTAMPTZ '{stamp.isoformat(sep=' ')}')")
+
+
 _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] = {
+    exp.Version: _time_travel,
     exp.Cast: _cast,
     exp.TryCast: _cast,
     exp.TsOrDsAdd: _as_date,

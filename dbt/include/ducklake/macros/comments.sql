@@ -10,7 +10,7 @@
 
 {% macro ducklake__alter_relation_comment(relation, relation_comment) -%}
   {% call statement('alter_relation_comment') -%}
-    comment on {{ 'view' if relation.is_view else 'table' }} {{ relation }} is {{ ducklake__comment_literal(relation_comment) }}
+    comment on {{ 'view' if relation.is_view else 'table' }} {{ relation.render() }} is {{ ducklake__comment_literal(relation_comment) }}
   {%- endcall %}
 {%- endmacro %}
 
@@ -18,7 +18,7 @@
   {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
   {%- for column_name, column in column_dict.items() if column.description and column_name | lower in existing -%}
     {% call statement('alter_column_comment') -%}
-      comment on column {{ relation }}.{{ adapter.quote(column_name) if column.quote else column_name }} is {{ ducklake__comment_literal(column.description) }}
+      comment on column {{ relation.render() }}.{{ adapter.quote(column_name) if column.quote else column_name }} is {{ ducklake__comment_literal(column.description) }}
     {%- endcall %}
   {%- endfor -%}
 {%- endmacro %}

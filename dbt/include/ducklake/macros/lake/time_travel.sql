@@ -14,11 +14,18 @@
   {%- if invocation_id is not none -%}
     {%- set version = adapter.snapshot_of_run(relation, invocation_id) if execute else 0 -%}
   {%- endif -%}
+  {#- the table's own name: under --empty a ref renders as an empty subquery -#}
+  {%- set name = relation.render() if relation.render is defined else relation -%}
   {%- if version is not none -%}
-    {{ relation }} VERSION AS OF {{ version | int }}
+    {%- set at = name ~ ' VERSION AS OF ' ~ (version | int) -%}
   {%- else -%}
     {#- a quote in the value stays inside the literal; the engine reads it as a timestamp -#}
-    {{ relation }} TIMESTAMP AS OF '{{ timestamp | string | replace("'", "''") }}'
+    {%- set at = name ~ " TIMESTAMP AS OF '" ~ (timestamp | string | replace("'", "''")) ~ "'" -%}
+  {%- endif -%}
+  {%- if relation.limit is defined and relation.limit is not none -%}
+    (select * from {{ at }} limit {{ relation.limit }})
+  {%- else -%}
+    {{ at }}
   {%- endif -%}
 {%- endmacro %}
 

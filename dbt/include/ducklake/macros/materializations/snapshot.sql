@@ -84,7 +84,7 @@
 {% macro ducklake__create_columns(relation, columns) -%}
   {%- if columns | length > 0 -%}
     {% call statement('create_columns') -%}
-      alter table {{ relation }} add columns (
+      alter table {{ relation.render() }} add columns (
         {%- for column in columns %}{{ adapter.quote(column.name) }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
       )
     {%- endcall %}

@@ -5,14 +5,22 @@
     {% call statement('alter_relation_add_remove_columns') -%}
       begin;
       {%- if add_columns %}
-      alter table {{ relation }} add columns (
+      alter table {{ relation.render() }} add columns (
         {%- for column in add_columns %}{{ column.quoted }} {{ column.data_type }}{{ ', ' if not loop.last }}{% endfor -%}
       );
       {%- endif %}
       {%- for column in (remove_columns or []) %}
-      alter table {{ relation }} drop column {{ column.quoted }};
+      alter table {{ relation.render() }} drop column {{ column.quoted }};
       {%- endfor %}
       commit
     {%- endcall %}
   {%- endif -%}
+{%- endmacro %}
+
+{#- DuckLake changes a column's type in place when the change is lossless (DuckLake's
+    promotions); others are refused naming the column and both types. -#}
+{% macro ducklake__alter_column_type(relation, column_name, new_column_type) -%}
+  {% call statement('alter_column_type') -%}
+    alter table {{ relation.render() }} alter column {{ adapter.quote(column_name) }} type {{ new_column_type }}
+  {%- endcall %}
 {%- endmacro %}

@@ -15,11 +15,11 @@
     {%- set contract_config = config.get('contract') -%}
     {%- if contract_config.enforced -%}
       {{ get_assert_columns_equivalent(compiled_code) }}
-      create or replace table {{ relation }} {{ get_table_columns_and_constraints() }}
+      create or replace table {{ relation.render() }} {{ get_table_columns_and_constraints() }}
       {{ adapter.layout_clauses(model) }}
       as {{ get_select_subquery(compiled_code) }}
     {%- else -%}
-      create or replace table {{ relation }} {{ adapter.layout_clauses(model) }}
+      create or replace table {{ relation.render() }} {{ adapter.layout_clauses(model) }}
       as {{ compiled_code }}
     {%- endif -%}
   {%- endif -%}

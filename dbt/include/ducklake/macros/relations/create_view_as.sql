@@ -5,7 +5,7 @@
     {{ get_assert_columns_equivalent(sql) }}
   {%- endif -%}
   {{ ducklake__sql_header() }}
-  create or replace view {{ relation }} as {{ sql }}
+  create or replace view {{ relation.render() }} as {{ sql }}
 {%- endmacro %}
 
 {#- A model's `sql_header` (e.g. `set spark.sql.…`) runs in the Spark session first. -#}

@@ -48,7 +48,7 @@
           'temp_relation': temp_relation,
           'unique_key': config.get('unique_key'),
           'dest_columns': dest_columns,
-          'incremental_predicates': config.get('incremental_predicates'),
+          'incremental_predicates': config.get('predicates') or config.get('incremental_predicates'),
         }) -%}
   {%- endif -%}
 
@@ -104,6 +104,9 @@
   {{ return(keys | map('trim') | reject('equalto', '') | unique | list) }}
 {%- endmacro %}
 
+{#- `predicates` is dbt's other name for incremental_predicates; one predicate may be
+    given as a string -#}
 {% macro ducklake__predicates_sql(incremental_predicates) -%}
-  {%- for p in (incremental_predicates or []) %} and ({{ p }}){% endfor -%}
+  {%- set listed = [incremental_predicates] if incremental_predicates is string else (incremental_predicates or []) -%}
+  {%- for p in listed %} and ({{ p }}){% endfor -%}
 {%- endmacro %}
