@@ -11,9 +11,7 @@ the same, as two scheduled jobs sharing a lake would.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import pytest
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 from tests.conftest import Catalog
+from tests.dbt_process import start_dbt, write_profile
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -84,39 +83,21 @@ def _project(root: Path, name: str, catalog: Catalog) -> Path:
     )
     for file, sql in _models(PROJECTS[name]).items():
         (project / "models" / file).write_text(sql)
-    (project / "profiles.yml").write_text(
-        f"""
-{name}:
-  target: t
-  outputs:
-    t:
-      type: ducklake
-      metadata: {catalog.metadata}
-      data_path: {catalog.data_path}
-      schema: {name}
-      threads: 8
-      author: {name}
-      spark_master: local[2]
-      spark_conf:
-        spark.ui.enabled: "false"
-        spark.sql.shuffle.partitions: "2"
-        spark.default.parallelism: "2"
-"""
+    write_profile(
+        project,
+        name,
+        metadata=catalog.metadata,
+        data_path=catalog.data_path,
+        schema=name,
+        threads=8,
+        author=name,
+        spark_conf={"spark.default.parallelism": "2"},
     )
     return project
 
 
 def _start_run(project: Path, batch: int) -> subprocess.Popen[str]:
-    dbt = str(Path(sys.executable).with_name("dbt"))
-    args = ["run", "--vars", json.dumps({"batch": batch})]
-    return subprocess.Popen(
-        [dbt, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "TZ": "UTC"},
-    )
+    return start_dbt(project, ["run", "--vars", json.dumps({"batch": batch})])
 
 
 def test_two_projects_run_at_once_on_one_lake(pg_catalog: Catalog, tmp_path: Path) -> None:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable
 from typing import assert_never
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from .changes_made import format_changes, qualified_name, quote_name, split_changes
 from .codec import encode_catalog_time
 from .commit_data import DataWriter
 from .commit_maintenance import flush_inlined, merge_adjacent, rewrite_deleted
 from .conflicts import check_conflicts, intent_of
+from .errors import CatalogNotFoundError, CatalogUnreachableError
 from .models import SPARK_SQL_TAG, Column, Snapshot
 from .plan import (
     AddDataFiles,
@@ -92,19 +93,94 @@ def commit_plan(store: Store, plan: CommitPlan, name_of: Callable[[int], str]) -
 def write_with_retries(
     store: Store, attempt: Callable[[Connection], Snapshot | None]
 ) -> Snapshot | None:
-    """Run `attempt` in a write transaction until no other writer takes our snapshot id."""
+    """Run `attempt` in a write transaction until no other writer takes our snapshot id.
+
+    A PostgreSQL catalog whose connection is lost (server restarted, backend
+    terminated) is waited for, up to LOST_CATALOG_WAIT_S: an attempt cut before its
+    COMMIT was sent rolled back, so it runs again; one cut during its COMMIT is looked
+    up, and run again only if its snapshot is not there."""
     tries = 0
+    lost_since: float | None = None
     while True:
+        written: Snapshot | None = None
+        committing = False
         try:
             with store.write_connection() as conn:
-                return attempt(conn)
+                written = attempt(conn)
+                committing = True  # leaving the block sends the COMMIT
+            return written
         except DBAPIError as exc:
+            if catalog_lost(store, exc):
+                lost_since = lost_since if lost_since is not None else time.monotonic()
+                if committing and _landed(store, written, lost_since, exc):
+                    return written
+                _wait_for_catalog(store, lost_since, exc)
+                continue
             if not is_snapshot_collision(exc) or tries + 1 >= MAX_RETRIES:
                 raise
             wait = RETRY_WAIT_S * random.uniform(0.5, 1.0) * RETRY_BACKOFF**tries
             tries += 1
             log.debug("DuckLake commit collided (attempt %s); retrying in %.2fs", tries, wait)
             time.sleep(wait)
+
+
+LOST_CATALOG_WAIT_S = 30.0  # how long a commit waits for a lost catalog to come back
+_LOST_SQLSTATES = ("57P01", "57P02", "57P03")  # terminated, crash shutdown, starting up
+
+
+def catalog_lost(store: Store, exc: DBAPIError) -> bool:
+    """The PostgreSQL catalog's connection broke or the server refuses connections for
+    now (not an error of the statement)."""
+    if store.backend != "postgres":
+        return False  # a SQLite file does not go away between statements
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate:
+        return str(sqlstate).startswith("08") or sqlstate in _LOST_SQLSTATES
+    return isinstance(exc, OperationalError)  # a failed connect carries no SQLSTATE
+
+
+def _wait_for_catalog(store: Store, lost_since: float, exc: DBAPIError) -> None:
+    waited = time.monotonic() - lost_since
+    if waited >= LOST_CATALOG_WAIT_S:
+        raise CatalogUnreachableError(
+            f"lost the connection to the DuckLake catalog ({store.location.describe()}) "
+            f"and it did not come back within {waited:.0f}s: {_first_line(exc)}; nothing "
+            "of this commit was written"
+        ) from exc
+    log.debug("DuckLake catalog connection lost (%s); retrying the commit", _first_line(exc))
+    time.sleep(min(0.5, 0.05 * 2 ** min(int(waited), 4)))
+
+
+def _landed(store: Store, written: Snapshot | None, lost_since: float, exc: DBAPIError) -> bool:
+    """Whether the snapshot whose COMMIT was cut is in the catalog (once it answers)."""
+    if written is None:  # options alone: no snapshot to look for
+        raise CatalogUnreachableError(
+            f"lost the connection to the DuckLake catalog ({store.location.describe()}) "
+            f"while committing an option change: {_first_line(exc)}; it may or may not "
+            "be set"
+        ) from exc
+    while True:
+        try:
+            found = store.snapshot(written.snapshot_id)
+        except CatalogNotFoundError:
+            return False
+        except DBAPIError as again:
+            if not catalog_lost(store, again):
+                raise
+            _wait_for_catalog(store, lost_since, again)
+            continue
+        return (found.snapshot_time, found.author, found.commit_extra_info) == (
+            written.snapshot_time,
+            written.author,
+            written.commit_extra_info,
+        )
+
+
+def _first_line(exc: DBAPIError) -> str:
+    text = str(exc.orig).strip() or type(exc.orig).__name__
+    return text.splitlines()[0]
 
 
 def apply_plan(

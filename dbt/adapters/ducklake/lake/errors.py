@@ -40,6 +40,11 @@ class UnsupportedFeatureError(LakeError):
     files): refused before anything is read wrong or written."""
 
 
+class CatalogUnreachableError(LakeError):
+    """The catalog database went away (restarted, stopped, connection cut) and did not
+    come back in time; the message says whether anything was committed."""
+
+
 class CommitConflictError(LakeError):
     """Another snapshot committed a logically conflicting change; nothing was committed."""
 

@@ -1,0 +1,57 @@
+"""dbt projects that tests run in a subprocess: their profiles.yml (one target `t` on a
+lake, local[2] with few partitions and no UI, plus whatever fields a test adds) and the
+`dbt` process itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def write_profile(
+    root: Path,
+    name: str,
+    *,
+    metadata: str,
+    data_path: str,
+    schema: str,
+    threads: int = 1,
+    spark_conf: dict[str, str] | None = None,
+    **fields: Any,
+) -> None:
+    target = {
+        "type": "ducklake",
+        "metadata": metadata,
+        "data_path": data_path,
+        "schema": schema,
+        "threads": threads,
+        **fields,
+        "spark_master": "local[2]",
+        "spark_conf": {
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            **(spark_conf or {}),
+        },
+    }
+    profile = {name: {"target": "t", "outputs": {"t": target}}}
+    (root / "profiles.yml").write_text(yaml.safe_dump(profile, sort_keys=False))
+
+
+def start_dbt(
+    project: Path, args: list[str], env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`dbt <args>` on `project` (its own profiles.yml), output piped, in UTC."""
+    dbt = str(Path(sys.executable).with_name("dbt"))
+    return subprocess.Popen(
+        [dbt, *args, "--project-dir", str(project), "--profiles-dir", str(project)],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "TZ": "UTC", **(env or {})},
+    )
