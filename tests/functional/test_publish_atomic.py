@@ -32,6 +32,7 @@ from dbt.cli.main import dbtRunner
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 from tests.conftest import Catalog
+from tests.dbt_process import write_profile
 
 SCHEMA = "wap"
 RELATIONS = {  # relation -> columns compared (snapshots: not their timestamps)
@@ -135,24 +136,15 @@ def _project(root: Path, catalog: Catalog, publish: str) -> Path:
     for name, text in TESTS.items():
         (root / "tests" / name).write_text(text)
     (root / "snapshots" / "customers_snap.sql").write_text(SNAPSHOT)
-    (root / "profiles.yml").write_text(
-        f"""
-wap:
-  target: t
-  outputs:
-    t:
-      type: ducklake
-      metadata: {catalog.metadata}
-      data_path: {catalog.data_path}
-      schema: {SCHEMA}
-      threads: 4
-      publish: {publish}
-      author: wap-test
-      spark_master: local[2]
-      spark_conf:
-        spark.ui.enabled: "false"
-        spark.sql.shuffle.partitions: "2"
-"""
+    write_profile(
+        root,
+        "wap",
+        metadata=catalog.metadata,
+        data_path=catalog.data_path,
+        schema=SCHEMA,
+        threads=4,
+        publish=publish,
+        author="wap-test",
     )
     return root
 

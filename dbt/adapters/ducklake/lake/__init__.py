@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from .rows import decode_default
     from .secrets import Secrets
     from .stage import drop_stage, open_stage
+    from .stage_sweep import sweep_stages
     from .staged import StagedTable
     from .transaction import Transaction
     from .types import (
@@ -134,6 +135,7 @@ _HOME = {
     "staged_files": "publish",
     "open_stage": "stage",
     "drop_stage": "stage",
+    "sweep_stages": "stage_sweep",
     "LakeError": "errors",
     "MetadataConfigError": "errors",
     "NESTED_TYPES": "types",
@@ -260,5 +262,6 @@ __all__ = [
     "rewrite_groups",
     "staged_files",
     "stats_string",
+    "sweep_stages",
     "tables_in_scope",
 ]

@@ -455,30 +455,42 @@ class Orphans:
     staging: list[str]
 
 
-def find_orphans(lake: Store, *, older_than: datetime | None, cleanup_all: bool) -> Orphans:
+def find_orphans(
+    lake: Store,
+    *,
+    older_than: datetime | None,
+    cleanup_all: bool,
+    keep: Iterable[str] = (),
+) -> Orphans:
     """Files under the data path the catalog does not know (not as data, delete or
     scheduled file), last modified before `older_than` (or any age with cleanup_all):
-    Parquet files, and anything inside a writer's staging folder. One listing."""
-    older_than = _orphan_age(lake, older_than, cleanup_all)
+    Parquet files, and anything inside a writer's staging folder. One listing. Paths in
+    `keep` (files a live build's staging copy registered) stay whatever their age."""
+    older_than = orphan_age(lake, older_than, cleanup_all)
     if older_than is None:
         return Orphans([], [])
+    with lake.connect() as conn:
+        known = known_files(lake, conn)
+    known.update(normalize_path(p) for p in keep)
+    return _unknown_files(lake, known, older_than)
+
+
+def known_files(lake: Store, conn: Any) -> set[str]:
+    """Absolute, normalised paths of every data, delete and scheduled file `lake` knows."""
     q = lake.qualified
     known: set[str] = set()
-    with lake.connect() as conn:
-        roots = table_roots(lake, conn)
-        for kind in ("ducklake_data_file", "ducklake_delete_file"):
-            for r in conn.execute(
-                sa.text(f"SELECT table_id, path, path_is_relative FROM {q(kind)}")
-            ).fetchall():
-                stored = _stored_path(lake, roots, r.table_id, r.path, r.path_is_relative)
-                known.add(normalize_path(absolute_path(lake, stored["p"], stored["rel"])))
+    roots = table_roots(lake, conn)
+    for kind in ("ducklake_data_file", "ducklake_delete_file"):
         for r in conn.execute(
-            sa.text(
-                f"SELECT path, path_is_relative FROM {q('ducklake_files_scheduled_for_deletion')}"
-            )
+            sa.text(f"SELECT table_id, path, path_is_relative FROM {q(kind)}")
         ).fetchall():
-            known.add(normalize_path(absolute_path(lake, r.path, r.path_is_relative)))
-    return _unknown_files(lake, known, older_than)
+            stored = _stored_path(lake, roots, r.table_id, r.path, r.path_is_relative)
+            known.add(normalize_path(absolute_path(lake, stored["p"], stored["rel"])))
+    for r in conn.execute(
+        sa.text(f"SELECT path, path_is_relative FROM {q('ducklake_files_scheduled_for_deletion')}")
+    ).fetchall():
+        known.add(normalize_path(absolute_path(lake, r.path, r.path_is_relative)))
+    return known
 
 
 def _unknown_files(lake: Store, known: set[str], older_than: datetime) -> Orphans:
@@ -517,8 +529,9 @@ def remove_folders(lake: Store, folders: Sequence[str]) -> None:
         lake.files.delete_dir(folder)
 
 
-def _orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
-    """The age limit for orphans: given, the lake's `delete_older_than`, or none at all."""
+def orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> datetime | None:
+    """The age limit for orphans (and staging copies left by dead builds): given, the
+    lake's `delete_older_than`, or none at all (nothing is old enough)."""
     if cleanup_all:
         return datetime.max.replace(tzinfo=UTC)
     if older_than is None:

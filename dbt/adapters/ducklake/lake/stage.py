@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from .errors import MetadataConfigError
 from .lake import Lake
+from .stage_sweep import SCHEMA_PREFIX, SQLITE_MARK, stage_comment, sweep_stages
 from .store import Store
 
 log = logging.getLogger("dbt.adapters.ducklake.lake")
@@ -27,15 +28,17 @@ _TAG = re.compile(r"[^a-z0-9]")
 
 
 def open_stage(real: Store, tag: str) -> Lake:
-    """Copy `real`'s catalog and open the copy; `tag` (a build's id) names it."""
+    """Copy `real`'s catalog and open the copy; `tag` (a build's id) names it. Copies
+    dead builds left behind are swept first, once older than the orphan age."""
     start = time.perf_counter()
+    _sweep(real)
     safe = _TAG.sub("", tag.lower())[:16] or "build"
     if real.backend == "sqlite":
-        path = f"{real.location.sqlite_path}.stage-{safe}"
+        path = f"{real.location.sqlite_path}{SQLITE_MARK}{safe}"
         _copy_sqlite(real.location.sqlite_path, path)
         stage = Lake.open(f"sqlite:///{path}", create=False, files=real.files)
     else:
-        schema = f"ducklake_stage_{safe}"
+        schema = f"{SCHEMA_PREFIX}{safe}"
         _copy_postgres(real, schema)
         stage = Lake.open(
             _metadata_of(real), metadata_schema=schema, create=False, files=real.files
@@ -49,6 +52,15 @@ def open_stage(real: Store, tag: str) -> Lake:
         stage.location.describe() if real.backend == "sqlite" else f"schema {schema}",
     )
     return stage
+
+
+def _sweep(real: Store) -> None:
+    """Stale copies and the files they registered (stage_sweep.py); a sweep that fails
+    never fails the build: the copies wait for the next one."""
+    try:
+        sweep_stages(real, remove_files=True)
+    except Exception as exc:  # the build matters more than the leftovers
+        log.warning("could not sweep stale staging copies: %s", type(exc).__name__)
 
 
 def drop_stage(stage: Store) -> None:
@@ -101,6 +113,10 @@ def _copy_postgres(real: Store, schema: str) -> None:
                 raise MetadataConfigError(f"no DuckLake catalog in schema {source!r} to stage")
             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+            # when it was made: how a sweep tells a dead build's copy from a live one's
+            conn.execute(
+                sa.text(f'COMMENT ON SCHEMA "{schema}" IS ' + _literal(stage_comment(source)))
+            )
             for name in names:
                 conn.exec_driver_sql(
                     f'CREATE TABLE "{schema}"."{name}" (LIKE "{source}"."{name}" INCLUDING ALL)'
@@ -113,3 +129,8 @@ def _copy_postgres(real: Store, schema: str) -> None:
 def _metadata_of(real: Store) -> str:
     loc = real.location
     return loc.url if loc.url else f"postgres:{loc.conninfo}"
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (COMMENT takes no bind parameters)."""
+    return "'" + text.replace("'", "''") + "'"

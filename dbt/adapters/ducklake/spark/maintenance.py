@@ -40,6 +40,7 @@ from ..lake import (
     normalize_path,
     remove_folders,
     rewrite_groups,
+    sweep_stages,
     tables_in_scope,
 )
 from ..lake import (
@@ -326,8 +327,12 @@ def delete_orphaned_files(
     dry_run: bool = False,
 ) -> list[str]:
     """Delete the files under the data path that the catalog does not track: Parquet
-    files and dead writers' staging folders."""
-    orphans = find_orphans(lake, older_than=older_than, cleanup_all=cleanup_all)
+    files and dead writers' staging folders, after dropping the staging copies dead
+    `publish: atomic` builds left (the files of live builds' copies stay)."""
+    stages = sweep_stages(lake, older_than=older_than, cleanup_all=cleanup_all, dry_run=dry_run)
+    orphans = find_orphans(
+        lake, older_than=older_than, cleanup_all=cleanup_all, keep=stages.live_files
+    )
     deleted = _delete(spark, lake, "delete_orphaned_files", orphans.files, dry_run)
     if not dry_run:
         remove_folders(lake, orphans.staging)
