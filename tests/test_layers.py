@@ -93,13 +93,13 @@ ROOT = "dbt.adapters.ducklake"
 # the layers of lake/, bottom first: a module may import its own layer or a lower one
 LAKE_LAYERS = (
     ("errors", "names", "options", "types", "secrets", "files", "deletion_vectors"),
-    ("models", "connect", "changes_made", "codec", "metadata_ddl", "rows"),
+    ("models", "connect", "changes_made", "codec", "metadata_ddl", "rows", "inlined_tables"),
     ("store",),
     ("plan", "staged", "reader"),
     ("table_edits", "data_edits", "conflicts", "maintenance"),
     ("commit_data", "commit_maintenance", "commit"),
     ("transaction",),
-    ("lake", "__init__", "stage", "publish"),
+    ("lake", "__init__", "stage", "stage_sweep", "publish"),
 )
 # the packages, bottom first (design.md): lake < spark < the adapter
 PACKAGE_LAYERS = ("lake", "spark", "adapter")

@@ -115,6 +115,19 @@ select cast(id as int) as id, {{ var('v', 1) }} as v from range({{ var('rows', 4
 """
 
 
+SMALL = """
+{{ config(
+    materialized='table',
+    post_hook=[
+        "alter table {{ this }} add columns (extra int)",
+        "alter table {{ this }} rename column name to label",
+        "update {{ this }} set extra = id * 2 where id > 1",
+    ],
+) }}
+select cast(id as int) as id, concat('n', id) as name from range(1, 4)
+"""
+
+
 def _data_files(root: str) -> set[str]:
     return {
         os.path.relpath(os.path.join(d, f), root)
@@ -147,7 +160,7 @@ class TestPostHooksInTheNodeTransaction:
 
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
-        return {"t.sql": TX_TABLE, "inc.sql": TX_INC}
+        return {"t.sql": TX_TABLE, "inc.sql": TX_INC, "small.sql": SMALL}
 
     def test_post_hooks_commit_with_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
         metadata, attach = dbt_profile_target["metadata"], dbt_profile_target["duckdb_attach"]
@@ -165,6 +178,12 @@ class TestPostHooksInTheNodeTransaction:
         assert audit == [("after_commit", "t"), ("before_begin", "t"), ("post saw", "39")]
         inc = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.inc").fetchone()
         assert inc == (36, 36)
+        # rows inlined by the node, then a new column and a rename by its post-hooks, all
+        # one snapshot: the rows move into the new layout
+        small = con.execute(f"SELECT * FROM lake.{schema}.small ORDER BY id").fetchall()
+        assert small == [(1, "n1", None), (2, "n2", 4), (3, "n3", 6)]
+        assert [d[0] for d in con.description] == ["id", "label", "extra"]
+        assert len(lake.table_history(schema, "small")) == 1
         con.close()
         # the node, its delete and its insert into audit: one snapshot, the node's
         (node_snap,) = lake.table_history(schema, "t")

@@ -7,7 +7,7 @@ here, on every attempt, and looked up by uuid.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,15 +17,13 @@ from sqlalchemy.engine import Connection
 
 from . import metadata_ddl as ddl
 from .codec import as_bool, encode_catalog_time, encode_inlined, stats_string
-from .errors import InvalidChangeError
+from .inlined_tables import can_inline, leaf_values, relayout
 from .models import Change, Column, Snapshot
 from .options import OptionRow, resolve_option
 from .plan import CommitPlan, DataFileSpec, DeleteFileSpec, SchemaRef, TableRef
 from .reader import CatalogReader
 from .store import Store, visible
 from .types import FLOAT_TYPES, NESTED_TYPES, merge_max, merge_min
-
-_SYSTEM_COLUMNS = {"row_id", "begin_snapshot", "end_snapshot"}
 
 
 @dataclass
@@ -61,7 +59,7 @@ class DataWriter:
         self.now = datetime.now(UTC)
         self.changes: list[Change] = []
         self.versioned_tables: list[int] = []
-        self.new_inlined: dict[int, str] = {}
+        self.new_inlined: dict[int, tuple[str, tuple[Column, ...]]] = {}
         self.stats: dict[int, _Stats] = {}
         self.inline_only_tables: set[int] = set()
         self.file_tables: set[int] = set()
@@ -123,34 +121,41 @@ class DataWriter:
         limit = self.option("data_inlining_row_limit", self.sid(t.schema), table_id)
         if limit is not None and int(limit) == 0:
             return None
-        if not _can_inline(self.backend, t.columns):
+        if not can_inline(self.backend, t.columns):
             return None
         name = ddl.inlined_table_name(table_id, self.schema_version)
-        if self.new_inlined.get(table_id) == name:
-            # a publish applies several plans in one snapshot, so one version number:
-            # the later layout replaces the earlier one while it holds no rows
-            if self.run(f"SELECT 1 FROM {self.t(name)} LIMIT 1").first() is not None:
-                raise InvalidChangeError(
-                    f"table {t.qualified_name}: its columns changed after rows were inlined "
-                    "in the same snapshot; publish the two changes separately"
-                )
-            self.conn.exec_driver_sql(f"DROP TABLE {self.t(name)}")
-            self.run(
-                f"DELETE FROM {self.t('ducklake_inlined_data_tables')} WHERE table_name = :n",
-                {"n": name},
+
+        def create() -> None:
+            cols = [(c.name, c.type) for c in t.columns]
+            schema = self.lake.metadata_schema
+            self.conn.exec_driver_sql(
+                ddl.create_inlined_data_table(self.backend, schema, name, cols)
             )
-        cols = [(c.name, c.type) for c in t.columns]
-        self.conn.exec_driver_sql(
-            ddl.create_inlined_data_table(self.backend, self.lake.metadata_schema, name, cols)
-        )
+            self.run(
+                f"INSERT INTO {self.t('ducklake_inlined_data_tables')} VALUES (:tid, :name, :v)",
+                {"tid": table_id, "name": name, "v": self.schema_version},
+            )
+
+        earlier = self.new_inlined.get(table_id)
+        self.new_inlined[table_id] = (name, tuple(t.columns))
+        if earlier is None or earlier[0] != name:
+            create()
+            return name
+        # a publish applies several plans in one snapshot, so under one version number
         self.run(
-            f"INSERT INTO {self.t('ducklake_inlined_data_tables')} VALUES (:tid, :name, :v)",
-            {"tid": table_id, "name": name, "v": self.schema_version},
+            f"DELETE FROM {self.t('ducklake_inlined_data_tables')} WHERE table_name = :n",
+            {"n": name},
         )
-        self.new_inlined[table_id] = name
+        layouts = (earlier[1], t.columns)
+        schema = self.lake.metadata_schema
+        added = relayout(self.conn, schema, name, layouts, t.qualified_name, create)
+        if added:  # the rows carried in read NULL there
+            stats = self.table_stats(table_id)
+            for cid in added:
+                stats.columns[cid] = {"contains_null": True, "contains_nan": None}
+                stats.columns[cid].update({"min": None, "max": None})
         return name
 
-    # -- stats ---------------------------------------------------------------------
     def table_stats(self, table_id: int) -> _Stats:
         if table_id in self.stats:
             return self.stats[table_id]
@@ -459,7 +464,8 @@ class DataWriter:
     def inline_insert(
         self, t: TableRef, rows: Sequence[tuple[Any, ...]], row_ids: Sequence[int] | None
     ) -> None:
-        name = self.new_inlined.get(self.tid(t)) or self.latest_inlined_table(t)
+        made = self.new_inlined.get(self.tid(t))
+        name = made[0] if made else self.latest_inlined_table(t)
         stats = self.table_stats(self.tid(t))
         columns = list(t.columns)
         params = []
@@ -479,7 +485,7 @@ class DataWriter:
             f"INSERT INTO {self.t(name)} VALUES (:row_id, :snap, NULL, {placeholders})", params
         )
         drafts = {d.column_id: d for c in t.columns for d in c.walk()}
-        for cid, values in _leaf_values(columns, rows).items():
+        for cid, values in leaf_values(columns, rows).items():
             draft = drafts[cid]
             present = [v for v in values if v is not None]
             nan = [v for v in present if isinstance(v, float) and v != v]
@@ -546,53 +552,6 @@ class DataWriter:
             [{"f": data_file_id, "r": p, "snap": self.snapshot_id} for p in positions],
         )
         self.change("inlined_delete", self.tid(t))
-
-
-def _leaf_values(columns: list[Column], rows: Sequence[tuple[Any, ...]]) -> dict[int, list[Any]]:
-    """Per leaf column id, every value it holds across rows (NULL parents give NULLs)."""
-    out: dict[int, list[Any]] = {}
-
-    def visit(col: Column, value: Any) -> None:
-        if col.type not in NESTED_TYPES:
-            out.setdefault(col.column_id, []).append(value)
-            return
-        out.setdefault(col.column_id, [])
-        if col.type == "list":
-            (child,) = col.children
-            items = value if value is not None else [None]
-            for item in items:
-                visit(child, item)
-            if value is not None and not value:
-                out.setdefault(child.column_id, [])
-        elif col.type == "struct":
-            for child in col.children:
-                visit(child, None if value is None else value.get(child.name))
-        else:
-            key_col, value_col = col.children
-            pairs: Iterator[tuple[Any, Any]] = iter(
-                (value.items() if isinstance(value, dict) else value)
-                if value is not None
-                else [(None, None)]
-            )
-            for k, v in pairs:
-                visit(key_col, k)
-                visit(value_col, v)
-
-    for row in rows:
-        for col, value in zip(columns, row, strict=True):
-            visit(col, value)
-    return out
-
-
-def _can_inline(backend: str, columns: Sequence[Column]) -> bool:
-    for c in columns:
-        if c.name in _SYSTEM_COLUMNS or c.name.startswith("_ducklake_internal"):
-            return False
-        if backend == "postgres" and len(c.name.encode()) > 63:
-            return False
-        if any(d.type in ("variant", "geometry") for d in c.walk()):
-            return False
-    return True
 
 
 def _row_id_start(stats: _Stats, f: DataFileSpec) -> int | None:
