@@ -133,3 +133,35 @@ def test_a_star_grouped_by_positions_runs_as_packages_mean_it(
     con.close()
     stored = {v.name: v.spark_sql for v in lake.catalog().views()}
     assert "GROUP BY 1, 2" in (stored["grouped"] or "")
+
+
+def test_views_that_travel_in_time_read_their_snapshot(spark, sqlite_catalog: Catalog) -> None:
+    """A view reading a table `AT (VERSION => n)` (DuckDB) or `VERSION AS OF n` /
+    `TIMESTAMP AS OF` (written here) reads that snapshot of it, whatever the snapshot the
+    view is read at: here and in DuckDB, both ways. Once the snapshot is expired, reading
+    the view fails naming it."""
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach, data_path=sqlite_catalog.data_path)
+    con.execute("USE lake")
+    con.execute("CREATE TABLE t AS SELECT i AS id FROM range(0, 30) r(i)")
+    lake = Lake.open(sqlite_catalog.metadata)
+    first = lake.latest_snapshot()
+    con.execute(f"CREATE VIEW by_duckdb AS SELECT id FROM t AT (VERSION => {first.snapshot_id})")
+    sql = LakeSQL(spark, lake)
+    sql.execute(
+        f"CREATE VIEW main.by_spark AS SELECT id FROM main.t VERSION AS OF {first.snapshot_id}"
+    )
+    stamp = first.snapshot_time.isoformat()
+    sql.execute(f"CREATE VIEW main.by_time AS SELECT id FROM main.t TIMESTAMP AS OF '{stamp}'")
+    con.execute("DELETE FROM t WHERE id >= 10")
+    for view in ("by_duckdb", "by_spark", "by_time"):
+        ours = sorted(r[0] for r in sql.query(f"SELECT id FROM main.{view}").collect())
+        theirs = sorted(r[0] for r in con.execute(f"SELECT id FROM {view}").fetchall())
+        assert ours == theirs == list(range(30)), view
+    assert sql.query("SELECT count(*) FROM main.t").collect()[0][0] == 10
+    con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
+    with pytest.raises(
+        Exception, match=r"by_spark reads main\.t as of snapshot \d+, which no longer"
+    ):
+        sql.query("SELECT * FROM main.by_spark").collect()
+    con.close()

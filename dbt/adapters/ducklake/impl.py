@@ -332,6 +332,10 @@ class DucklakeAdapter(SQLAdapter):
         ]
 
     @available
+    def latest_snapshot_id(self) -> int:
+        return self._handle().lake.latest_snapshot().snapshot_id
+
+    @available
     def builds_since_compaction(self, relation: Any) -> int:
         """Snapshots that changed `relation` since its last merge_adjacent_files (all of
         them if it was never compacted): drives "compact every N builds" hooks."""
@@ -422,6 +426,7 @@ class DucklakeAdapter(SQLAdapter):
         agate_table: Any,
         column_types: dict[str, str],
         full_refresh: bool = False,
+        delimiter: str = ",",
     ) -> str:
         """Create (or replace) the seed's table from its CSV in one snapshot: the agate
         table is written to a temporary CSV that Spark reads with the resolved types.
@@ -429,6 +434,7 @@ class DucklakeAdapter(SQLAdapter):
         dbt documents for seeds."""
         handle = self._handle()
         names = list(agate_table.column_names)
+        _check_seed_header(relation, names, delimiter)
         types = [column_types[n] for n in names]
         assert relation.schema is not None and relation.identifier is not None
         with tempfile.TemporaryDirectory() as tmp:
@@ -503,7 +509,27 @@ class DucklakeAdapter(SQLAdapter):
         self.execute("select 1 as id")  # the Spark session runs a query
 
 
+# a header read as one column that holds one of these was split with the wrong delimiter
+_DELIMITERS = (",", ";", "|", "\t")
+
+
+def _check_seed_header(relation: BaseRelation, names: list[str], delimiter: str) -> None:
+    """A seed whose header reads as one column holding another common delimiter fails
+    (as PostgreSQL's `create table` does on such a column name), not a one-column table."""
+    if len(names) != 1:
+        return
+    held = [d for d in _DELIMITERS if d != delimiter and d in names[0]]
+    if held:
+        raise DbtRuntimeError(
+            f"seed {relation}: syntax error in its header: read with delimiter "
+            f"{delimiter!r} it is one column named {names[0][:200]!r}, which holds "
+            f"{held[0]!r}; set the seed's `delimiter` config to the file's delimiter"
+        )
+
+
 def _seed_column(column: Any, name: str, type_name: str, relation: BaseRelation) -> Any:
+    if type_name.strip().lower() == "text":  # PostgreSQL's name, as models' casts take it
+        type_name = "string"
     try:
         return column.cast(type_name).alias(name)
     except PySparkException as exc:  # Spark parses the type name right away

@@ -279,6 +279,11 @@ class LakeSQL:
             return _Done(None)
         if not isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             return None
+        if tree.find(exp.MaterializedProperty) is not None:
+            raise LakeSQLError(
+                f"materialized view {tree.this.sql(dialect='spark')}: DuckLake has no "
+                "materialized views; create a view, or a table (materialized='table')"
+            )
         view_sql = _view_text(tree, text)
         columns = self._check_view_query(tree, view_sql) if view_sql is not None else None
         try:

@@ -8,7 +8,7 @@ scan at the same snapshot, and the result is generated as Spark SQL.
 from __future__ import annotations
 
 import itertools
-from datetime import datetime
+from datetime import UTC, datetime
 
 import sqlglot
 from pyspark.errors import PySparkException
@@ -65,7 +65,9 @@ def _view(
         if not table.name or (not table.db and table.name.lower() in cte_names):
             continue
         ref_schema = table.db or schema
-        df = _relation(spark, lake, cat, ref_schema, table.name, depth)
+        pinned = _pinned(table, schema, name)
+        ref_cat = cat if pinned is None else _catalog_at(lake, pinned, schema, name, table)
+        df = _relation(spark, lake, ref_cat, ref_schema, table.name, depth)
         if df is None:
             continue  # not a lake relation: left for Spark to resolve
         temp = f"__ducklake_view_{next(_ids)}"
@@ -76,6 +78,41 @@ def _view(
     if view.column_aliases:
         result = result.toDF(*view.column_aliases.split(","))
     return result
+
+
+def _pinned(table: exp.Table, schema: str, name: str) -> int | datetime | None:
+    """The snapshot a reference in a view travels to (Spark's `t VERSION AS OF n` /
+    `TIMESTAMP AS OF '…'`, DuckDB's `t AT (VERSION => n)`): that table is read as of it,
+    not as of the snapshot the view is read at. A timestamp without a zone means UTC."""
+    travel = table.args.get("version") or table.args.get("when")
+    if travel is None:
+        return None
+    kind = travel.text("kind") if isinstance(travel, exp.HistoricalData) else travel.name
+    value = travel.expression
+    if isinstance(value, exp.Cast):
+        value = value.this
+    if not isinstance(value, exp.Literal):
+        raise ViewError(
+            f"view {schema}.{name}: time travel to {value.sql()} (not a literal snapshot id "
+            "or timestamp) is not supported"
+        )
+    if kind.upper() == "VERSION":
+        return int(value.name)
+    stamp = datetime.fromisoformat(value.name)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def _catalog_at(
+    lake: Lake, pinned: int | datetime, schema: str, name: str, table: exp.Table
+) -> CatalogReader:
+    try:
+        return lake.catalog(pinned)
+    except CatalogNotFoundError:
+        raise ViewError(
+            f"view {schema}.{name} reads {table.db or schema}.{table.name} as of snapshot "
+            f"{pinned}, which no longer exists (expired by ducklake_expire_snapshots); "
+            "re-create the view (a dbt clone: dbt clone --full-refresh)"
+        ) from None
 
 
 def _relation(

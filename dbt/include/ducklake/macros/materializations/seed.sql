@@ -14,7 +14,7 @@
   {%- set relation = this.incorporate(type='table') -%}
   {%- set types = ducklake__seed_column_types(model, agate_table) -%}
   {{ ducklake__stage_for_post_hooks() }}
-  {%- do adapter.load_seed(relation, agate_table, types, full_refresh) -%}
+  {%- do adapter.load_seed(relation, agate_table, types, full_refresh, model['config'].get('delimiter', ',')) -%}
   {{ return('-- ' ~ relation ~ ' written from the seed file by Spark') }}
 {%- endmacro %}
 
