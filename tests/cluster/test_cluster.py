@@ -57,7 +57,8 @@ def local_steps(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
-@pytest.fixture(params=["cluster", "connect"])
+# on Spark Connect under --full only: tests/spark/test_connect.py covers Connect in CI
+@pytest.fixture(params=["cluster", pytest.param("connect", marks=pytest.mark.full)])
 def where(request: pytest.FixtureRequest) -> tuple[str, Any]:
     """How a profile reaches the cluster (standalone master or Connect server)."""
     if request.param == "cluster":
@@ -68,6 +69,7 @@ def where(request: pytest.FixtureRequest) -> tuple[str, Any]:
     return "connect", lambda schema: connect_target(schema, server)
 
 
+@pytest.mark.full  # the steps below cover the cluster path in CI
 def test_sample_project_builds_and_matches_local(  # type: ignore[no-untyped-def]
     where, local_sample: tuple[Project, int], tmp_path: Path
 ) -> None:
@@ -162,6 +164,7 @@ def _snapshot_and_rows(project: Project) -> tuple[Any, Any]:
     return snapshot, rows
 
 
+@pytest.mark.full  # test_crash_safety kills writers in CI; this kills an executor
 def test_killing_an_executor_mid_write_commits_nothing_partial(
     standalone: Standalone, executor_python: str, tmp_path: Path
 ) -> None:

@@ -137,7 +137,16 @@ def _data_files(root: str) -> set[str]:
     }
 
 
-class TestPostHooksInTheNodeTransaction:
+class _AuditTable:
+    """An `audit` table the hooks write to, created when each run starts."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):  # type: ignore[no-untyped-def]
+        create = "create table if not exists {{ target.schema }}.audit (what string, node string)"
+        return {"on-run-start": [create]}
+
+
+class TestPostHooksInTheNodeTransaction(_AuditTable):
     """Post-hooks run inside the node's transaction: they see what the node wrote, commit
     with it as one snapshot, and a failing one publishes nothing of the node (and leaves
     no file behind); before_begin / after_commit hooks run outside it."""
@@ -152,11 +161,6 @@ class TestPostHooksInTheNodeTransaction:
             "duckdb_attach": catalog.duckdb_attach,
         }
         next(catalogs, None)  # drops the PostgreSQL database
-
-    @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
-        create = "create table if not exists {{ target.schema }}.audit (what string, node string)"
-        return {"on-run-start": [create]}
 
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
@@ -224,3 +228,76 @@ class TestPostHooksInTheNodeTransaction:
         got = con.execute(f"SELECT count(*), sum(v) FROM lake.{schema}.inc").fetchone()
         assert got == (54, 108)
         con.close()
+
+
+def _outside(kind: str, node: str) -> str:
+    """before_begin and after_commit hooks (and the dict form) that audit `node`."""
+    audit = "insert into {{ target.schema }}.audit values ('%s', '" + node + "')"
+    failing = "{% if var('fail', false) %}insert into no_such_table values (1){% endif %}"
+    return (
+        "{{ config(materialized='"
+        + kind
+        + "', "
+        + ("unique_key='id', " if kind == "incremental" else "")
+        + 'pre_hook=[before_begin("'
+        + audit % "before"
+        + '")], '
+        + 'post_hook=[after_commit("'
+        + audit % "after"
+        + '"), '
+        + '{"sql": "'
+        + failing
+        + '", "transaction": false}]) }}\n'
+    )
+
+
+OUTSIDE_SNAPSHOT = """
+{% snapshot os %}
+{% set audit = "insert into " ~ target.schema ~ ".audit values " %}
+{{ config(unique_key='id', strategy='check', check_cols='all', target_schema=target.schema,
+          pre_hook=[before_begin(audit ~ "('before', 'os')")],
+          post_hook=[after_commit(audit ~ "('after', 'os')")]) }}
+select cast(id as int) as id from range(3)
+{% endsnapshot %}
+"""
+
+
+class TestHooksOutsideTheTransaction(_AuditTable):
+    """`transaction: false` hooks (before_begin, after_commit, the dict form) run once,
+    each its own snapshot, before and after the node's own for table, view, incremental
+    and snapshot nodes; a failing one fails its node."""
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        body = "select cast(id as int) as id from range(3)"
+        return {
+            f"o{k[0]}.sql": _outside(k, f"o{k[0]}") + body for k in ("table", "view", "incremental")
+        }
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):  # type: ignore[no-untyped-def]
+        return {"os.sql": OUTSIDE_SNAPSHOT}
+
+    def test_outside_hooks_run_around_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+        metadata = dbt_profile_target["metadata"]
+        schema = project.test_schema
+        run_dbt(["build"])
+        lake = Lake.open(metadata)
+        con = duck.connect()
+        duck.attach(con, "sqlite:" + metadata.removeprefix("sqlite:///"), alias="lake")
+        latest = lake.latest_snapshot().snapshot_id
+        changes = con.execute(
+            f"SELECT what, node, snapshot_id FROM ducklake_table_changes('lake', '{schema}', "
+            f"'audit', 0, {latest})"
+        ).fetchall()
+        con.close()
+        seen = {(what, node): snap for what, node, snap in changes}
+        assert len(changes) == len(seen) == 8  # once each, before and after, four nodes
+        for node in ("ot", "ov", "oi", "os"):
+            (built,) = lake.table_history(schema, node)
+            assert seen[("before", node)] < built.snapshot_id < seen[("after", node)], node
+
+        _, output = run_dbt_and_capture(
+            ["run", "-s", "ov", "--vars", "{fail: true}"], expect_pass=False
+        )
+        assert "no_such_table" in output and "ov" in output and "Traceback" not in output

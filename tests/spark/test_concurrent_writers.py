@@ -32,7 +32,7 @@ from tests.sizes import size
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.serial]
 
 WRITERS = 4
-COMMITS = size("DUCKLAKE_CONCURRENT_COMMITS", ci=12, full=25)  # per Spark writer
+COMMITS = size("DUCKLAKE_CONCURRENT_COMMITS", ci=8, full=25)  # per Spark writer
 INITIAL_KEYS = 20  # keys j = 0..19 of every writer exist before the writers start
 DUCK_WRITER = 9  # `writer` value of DuckDB's appends
 DUCK_MAX_OPS = 150  # DuckDB writes about once a second while the Spark writers run
@@ -56,7 +56,7 @@ def merges(worker: int) -> tuple[int, ...]:
     """Which commits of a writer are MERGEs. The first, at once in every writer, is the
     forced clash; the later ones are staggered between writers, since every clash re-runs
     a whole MERGE (the costly kind) and aligned MERGEs would mostly clash. At CI's size
-    (12 commits) only the first two writers' staggered MERGEs fit; 25 fit all four."""
+    (8 commits) only the first writer's staggered MERGE fits; 25 fit all four."""
     later = 5 + 6 * worker
     return (1, later) if later < COMMITS else (1,)
 
