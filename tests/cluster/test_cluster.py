@@ -82,6 +82,7 @@ def test_sample_project_builds_and_matches_local(  # type: ignore[no-untyped-def
     assert len(compared) == 10, compared
 
 
+@pytest.mark.full  # CI's budget: the engine zip on the executors' Python is checked below
 def test_steps_on_executors_without_the_adapter_match_local(  # type: ignore[no-untyped-def]
     where, local_steps: Project, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
