@@ -8,8 +8,6 @@ snapshot they write carries the author, a commit message and extra info naming t
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +21,6 @@ from dbt.adapters.sql import SQLAdapter
 from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.exceptions import DbtRuntimeError
-from pyspark.errors import PySparkException
 
 from .atomic import finish
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
@@ -33,8 +30,8 @@ from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_inf
 from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
 from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation
+from .seeds import load_seed
 from .snapshots import consumed_snapshot, plan_changes_snapshot
-from .spark.errors import spark_error_text
 from .spark.types import spark_type
 from .spark.views import scan_relation
 
@@ -428,31 +425,8 @@ class DucklakeAdapter(SQLAdapter):
         full_refresh: bool = False,
         delimiter: str = ",",
     ) -> str:
-        """Create (or replace) the seed's table from its CSV in one snapshot: the agate
-        table is written to a temporary CSV that Spark reads with the resolved types.
-        A full refresh also drops the views that read the seed (DROP … CASCADE), as
-        dbt documents for seeds."""
-        handle = self._handle()
-        names = list(agate_table.column_names)
-        _check_seed_header(relation, names, delimiter)
-        types = [column_types[n] for n in names]
-        assert relation.schema is not None and relation.identifier is not None
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "seed.csv")
-            agate_table.to_csv(path)
-            # agate writes RFC 4180: quotes doubled inside quoted fields, newlines kept
-            raw = handle.spark.read.csv(
-                path, header=True, inferSchema=False, escape='"', multiLine=True
-            )
-            cast = raw.select(
-                *[
-                    _seed_column(raw[i], n, t, relation)
-                    for i, (n, t) in enumerate(zip(names, types, strict=True))
-                ]
-            )
-            handle.sql.replace_table(
-                relation.schema, relation.identifier, cast, drop_dependents=full_refresh
-            )
+        """Create (or replace) the seed's table from its CSV in one snapshot (seeds.py)."""
+        load_seed(self._handle(), relation, agate_table, column_types, full_refresh, delimiter)
         return ""
 
     # -- docs ---------------------------------------------------------------------------
@@ -507,37 +481,6 @@ class DucklakeAdapter(SQLAdapter):
                 handle.credentials.secrets().mask(f"data_path {root!r} is not writable: {exc}")
             ) from exc
         self.execute("select 1 as id")  # the Spark session runs a query
-
-
-# a header read as one column that holds one of these was split with the wrong delimiter
-_DELIMITERS = (",", ";", "|", "\t")
-
-
-def _check_seed_header(relation: BaseRelation, names: list[str], delimiter: str) -> None:
-    """A seed whose header reads as one column holding another common delimiter fails
-    (as PostgreSQL's `create table` does on such a column name), not a one-column table."""
-    if len(names) != 1:
-        return
-    held = [d for d in _DELIMITERS if d != delimiter and d in names[0]]
-    if held:
-        raise DbtRuntimeError(
-            f"seed {relation}: syntax error in its header: read with delimiter "
-            f"{delimiter!r} it is one column named {names[0][:200]!r}, which holds "
-            f"{held[0]!r}; set the seed's `delimiter` config to the file's delimiter"
-        )
-
-
-def _seed_column(column: Any, name: str, type_name: str, relation: BaseRelation) -> Any:
-    if type_name.strip().lower() == "text":  # PostgreSQL's name, as models' casts take it
-        type_name = "string"
-    try:
-        return column.cast(type_name).alias(name)
-    except PySparkException as exc:  # Spark parses the type name right away
-        raise DbtRuntimeError(
-            f"seed {relation}: column_types {name}: {type_name!r} is not a Spark SQL type "
-            f"(e.g. int, bigint, double, decimal(10,2), string, date, timestamp): "
-            f"{spark_error_text(exc)}"
-        ) from None
 
 
 def _layout(model: Any) -> Layout:
