@@ -158,7 +158,7 @@ def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow  # hypothesis histories: left out of --fast
 @pytest.mark.parametrize("backend", BACKENDS)
-@twin_settings(max_examples=examples(2, 6))
+@twin_settings(max_examples=examples(1, 6))
 @given(history=ops, way=st.sampled_from(WAYS))
 def test_dml_twins_agree(spark, tmp_path, backend, history, way) -> None:  # type: ignore[no-untyped-def]
     root = fresh_root(tmp_path)

@@ -28,13 +28,14 @@ from pyspark.sql import DataFrame
 from .__version__ import version as adapter_version
 from .atomic import publish_mode, staged_lake
 from .credentials import DucklakeCredentials
-from .lake import Lake, LakeError, Snapshot, parse_metadata
+from .lake import Infinite, Lake, LakeError, Snapshot, parse_metadata
+from .spark.collect import collect_rows
 from .spark.engine import CommitInfo
 from .spark.errors import spark_error_text
+from .spark.notices import take_notices
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
 from .spark.storage import apply_s3, uses_s3
-from .spark.types import python_rows
 from .staged_node import StagedNode
 
 logger = AdapterLogger("DuckLake")
@@ -66,6 +67,7 @@ class LakeCursor:
             result = self.handle.sql.execute(sql)
         finally:
             self.handle.busy.clear()
+            self.handle.show_notices()
         self._df, self.snapshot, self.description = None, None, None
         if isinstance(result, DataFrame):
             self._df = result
@@ -80,12 +82,12 @@ class LakeCursor:
         # results dbt asks for (tests, dbt show, introspection) are meant to be small
         if self._df is None:
             return []
-        return python_rows(self._df.collect(), self._df.schema)
+        return _shown(collect_rows(self._df))
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
         if self._df is None:
             return []
-        return python_rows(self._df.limit(size).collect(), self._df.schema)
+        return _shown(collect_rows(self._df, size))
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchmany(1)
@@ -93,6 +95,11 @@ class LakeCursor:
 
     def close(self) -> None:
         self._df = None
+
+
+def _shown(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """DuckDB's `infinity` dates as the text DuckDB prints (Python's date has no such value)."""
+    return [tuple(str(v) if isinstance(v, Infinite) else v for v in r) for r in rows]
 
 
 class LakeHandle:
@@ -137,6 +144,7 @@ class LakeHandle:
             commit=CommitInfo(author=credentials.author),
         )
         self.node: StagedNode | None = None  # a node building into a staging copy
+        self.shown: set[tuple[str, str]] = set()  # (model, notice) already in the output
 
     @property
     def sql(self) -> LakeSQL:
@@ -195,6 +203,13 @@ class LakeHandle:
             f"dbt {command} {name}",
             commit_extra_info(target, connection=name, command=command),
         )
+
+    def show_notices(self) -> None:
+        """What the statement's reads changed by a documented rule, once per model."""
+        for text in take_notices():
+            if (self.job_group, text) not in self.shown:
+                self.shown.add((self.job_group, text))
+                logger.warning(f"{self.job_group}: {text}")
 
     def cursor(self) -> LakeCursor:
         return LakeCursor(self)

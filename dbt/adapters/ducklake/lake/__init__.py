@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .changes_made import qualified_name
-    from .codec import decode_scalar, stats_string
+    from .codec import Infinite, decode_scalar, stats_string
     from .connect import parse_metadata
     from .deletion_vectors import (
         CorruptDeletionVectorError,
@@ -154,6 +154,7 @@ _HOME = {
     "decimal_params": "types",
     "decode_default": "rows",
     "decode_scalar": "codec",
+    "Infinite": "codec",
     "duckdb_type": "types",
     "expire_snapshots": "maintenance",
     "find_orphans": "maintenance",
@@ -212,6 +213,7 @@ __all__ = [
     "FileIO",
     "Flush",
     "FormatVersionError",
+    "Infinite",
     "InlinedDelete",
     "InlinedRow",
     "InsertInlined",

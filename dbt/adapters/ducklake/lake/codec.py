@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import math
+import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -68,6 +70,34 @@ def as_bool(value: Any) -> bool | None:
 # ---------------------------------------------------------------------------------------
 # Stats strings
 
+_TIME_POINT_TYPES = (
+    "date",
+    "timestamp",
+    "timestamptz",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp_ns",
+)
+
+
+@dataclass(frozen=True)
+class Infinite:
+    """DuckDB's `infinity` / `-infinity` DATE or TIMESTAMP, which Python's date and
+    datetime cannot hold; stored in Parquet as the type's largest / smallest value."""
+
+    negative: bool
+
+    def __str__(self) -> str:
+        return "-infinity" if self.negative else "infinity"
+
+
+def infinite(text: str) -> Infinite | None:
+    if text == "infinity":
+        return Infinite(False)
+    if text == "-infinity":
+        return Infinite(True)
+    return None
+
 
 def format_timestamp(value: datetime, with_tz: bool) -> str:
     if with_tz:
@@ -82,6 +112,8 @@ def stats_string(type_name: str, value: Any) -> str:
     """Encode one non-null primitive value the way stats (and inlined text) store it."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Infinite):
+        return str(value)
     if type_name in FLOAT_TYPES:
         f = float(value)
         if math.isinf(f):
@@ -142,11 +174,17 @@ def decode_inlined(column: Column, value: Any) -> Any:
     return decode_scalar(t, value)
 
 
+_CAST = re.compile(r"^CAST\((.*) AS [A-Z_ ]+\)$")
+
+
 def decode_scalar(t: str, value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, memoryview):
         value = bytes(value)
+    if isinstance(value, str) and t not in ("varchar", "json", "blob"):
+        # inside a struct DuckDB spells some values CAST('…' AS UUID)
+        value = _CAST.sub(r"\1", value.strip())
     if t == "boolean":
         return as_bool(value)
     if t in INTEGER_TYPES or t in WIDE_INTEGER_TYPES:
@@ -161,6 +199,10 @@ def decode_scalar(t: str, value: Any) -> Any:
         return bytes(value) if isinstance(value, bytes | bytearray) else _unescape_blob(value)
     if t == "uuid":
         return uuid.UUID(str(value))
+    if t in _TIME_POINT_TYPES and isinstance(value, str):
+        endless = infinite(value)
+        if endless is not None:
+            return endless
     if t == "date":
         return value if isinstance(value, date) else date.fromisoformat(str(value))
     if t in ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns"):

@@ -136,6 +136,26 @@ def _stat_value(col: Column, value: Any) -> str | None:
     return str(value)
 
 
+# DuckDB's DATE and TIMESTAMP `infinity`, as Parquet stores them (negated: `-infinity`)
+_ENDLESS = {2_147_483_647, 9_223_372_036_854_775_807}
+
+
+class _UnknownBound(Exception):
+    pass
+
+
+def _bound(leaf: Column, st: Any, which: str) -> str | None:
+    """A footer bound as a stats string. Python's date cannot hold DuckDB's `infinity`
+    (nor years past 9999): such bounds are read raw, `infinity` kept, others unknown."""
+    try:
+        return _stat_value(leaf, getattr(st, which))
+    except (OverflowError, ValueError):
+        raw = getattr(st, f"{which}_raw")
+        if isinstance(raw, int) and abs(raw) in _ENDLESS:
+            return "-infinity" if raw < 0 else "infinity"
+        raise _UnknownBound from None
+
+
 def file_facts(
     files: FileIO,
     path: str,
@@ -204,7 +224,11 @@ def _footer_stats(meta: pq.FileMetaData, leaves: Sequence[Column]) -> dict[int, 
             if st.has_null_count:
                 entry["null_count"] += st.null_count
             if st.has_min_max:
-                lo, hi = _stat_value(leaf, st.min), _stat_value(leaf, st.max)
+                try:
+                    lo, hi = _bound(leaf, st, "min"), _bound(leaf, st, "max")
+                except _UnknownBound:
+                    entry["incomplete"] = True
+                    continue
                 entry["min"] = merge_min(leaf.type, entry["min"], lo)
                 entry["max"] = merge_max(leaf.type, entry["max"], hi)
             else:

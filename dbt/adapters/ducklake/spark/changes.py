@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
 from .errors import ChangeFeedError
 from .local_rows import local_frame
+from .read_values import inlined_frame
 from .scan import ScanMetrics, read_files, spark_rows, spark_schema
 from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
@@ -152,7 +153,7 @@ def _inlined(
         )
         for r in rows
     ]
-    return local_frame(spark, spark_rows(values, columns), schema)
+    return inlined_frame(spark, spark_rows(values, columns), schema)
 
 
 def _deleted_positions(

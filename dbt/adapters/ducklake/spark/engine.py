@@ -22,6 +22,7 @@ from ..lake import (
     AddDataFiles,
     Column,
     ColumnSpec,
+    Infinite,
     InsertInlined,
     Lake,
     Snapshot,
@@ -32,9 +33,10 @@ from ..lake import (
     resolve_option,
 )
 from .arrow import WriteOptions
+from .collect import collect_rows
 from .errors import NotNullViolation, WriteError
 from .scan import read_back
-from .types import ducklake_spec, python_rows, spark_type
+from .types import ducklake_spec, spark_type
 from .write import partition_plan, write_data_files
 from .write_task import partition_key, time_part
 
@@ -161,9 +163,9 @@ def _stage_rows(
     limit = inlining_limit(lake, table)
     write_first = limit > 0 and (write_first if write_first is not None else _shuffles(df))
     if limit > 0 and not write_first:
-        head = df.limit(limit + 1).collect()  # at most limit + 1 rows reach the driver
-        if len(head) <= limit:
-            _inline(tx, table, python_rows(head, df.schema), keep_row_ids)
+        head = _small_result(df, limit)
+        if head is not None:
+            _inline(tx, table, head, keep_row_ids)
             return
     sort_on_insert = lake.option(
         "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
@@ -179,12 +181,41 @@ def _stage_rows(
         row_ids=keep_row_ids,
     )
     if write_first and sum(f.record_count for f in files) <= limit:
-        rows = read_back(df.sparkSession, table, options.root, files, keep_row_ids)
-        for f in files:  # never registered: nobody else knows them
-            lake.files.delete(options.root + f.path)
-        _inline(tx, table, rows, keep_row_ids)
-        return
+        rows = _python_or_none(
+            lambda: read_back(df.sparkSession, table, options.root, files, keep_row_ids)
+        )
+        if rows is not None:
+            for f in files:  # never registered: nobody else knows them
+                lake.files.delete(options.root + f.path)
+            _inline(tx, table, rows, keep_row_ids)
+            return
     tx.add_data_files(table, files)
+
+
+def _small_result(df: DataFrame, limit: int) -> list[tuple[Any, ...]] | None:
+    """`df`'s rows if at most `limit` (at most limit + 1 rows reach the driver) and
+    inlinable: DuckDB does not read an `infinity` inside a nested inlined value."""
+    head = _python_or_none(lambda: collect_rows(df, limit + 1))
+    if head is None or len(head) > limit:
+        return None
+    return None if any(_nested_infinity(v) for r in head for v in r) else head
+
+
+def _nested_infinity(value: Any) -> bool:
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, list):
+        return any(isinstance(v, Infinite) or _nested_infinity(v) for v in value)
+    return False
+
+
+def _python_or_none(collect: Callable[[], list[tuple[Any, ...]]]) -> list[tuple[Any, ...]] | None:
+    """Rows as Python values, or None when a value has no Python form (DuckDB's DATE
+    `infinity`, a year beyond 9999): such rows are written to a data file instead."""
+    try:
+        return collect()
+    except (OverflowError, ValueError):
+        return None
 
 
 _LEARNED_FROM_ROWS = 10_000

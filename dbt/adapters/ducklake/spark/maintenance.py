@@ -50,7 +50,7 @@ from .arrow import DeleteTarget, write_delete_file
 from .defaults import column_defaults
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
-from .local_rows import local_frame
+from .read_values import inlined_frame
 from .remove_task import RemovePaths
 from .scan import read_files, spark_rows
 from .scan_files import local_path, read_parquet
@@ -241,7 +241,7 @@ def _flush_rows(
     schema = spark_schema(list(columns))
     schema = schema.add("_ducklake_internal_row_id", T.LongType())
     schema = schema.add("_ducklake_internal_snapshot_id", T.LongType())
-    data = local_frame(spark, spark_rows(values, columns), schema).coalesce(1)
+    data = inlined_frame(spark, spark_rows(values, columns), schema).coalesce(1)
     first = min(r.begin_snapshot for r in inlined)
     last = max(r.begin_snapshot for r in inlined)
     specs = [

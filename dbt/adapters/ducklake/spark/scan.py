@@ -31,10 +31,12 @@ from ..lake import (
     NameMap,
     StagedTable,
 )
+from .collect import collect_rows
 from .defaults import Default, apply_defaults, column_defaults
 from .encrypted import file_keys, require_decryption
 from .local_rows import local_frame
 from .prune import Predicate, may_match
+from .read_values import inlined_frame, logical_column, say_what_changes
 from .scan_deletes import deleted_rows, drop_deleted, row_numbering, use_masks
 from .scan_files import (
     FILE_ID_COL,
@@ -52,7 +54,6 @@ from .types import (
     FIELD_ID,
     ROW_ID_FIELD_ID,
     SNAPSHOT_FIELD_ID,
-    python_rows,
     spark_schema,
 )
 
@@ -100,6 +101,7 @@ def scan_table(
     with cat.session():
         state = cat.table_state(schema, name)
         require_decryption(spark, f"{schema}.{name}", state.data_files)
+        say_what_changes(state.columns, f"{schema}.{name}")
         if callable(predicates):  # it may cost a job: asked only when files could be pruned
             predicates = predicates(state.columns) if state.data_files else ()
         file_stats = cat.file_column_stats(state.table.table_id)
@@ -164,7 +166,7 @@ def _plan(
             + ((None, None) if positions else ())
             for r in inlined
         ]
-        parts.append(local_frame(spark, spark_rows(rows, columns), out_schema))
+        parts.append(inlined_frame(spark, spark_rows(rows, columns), out_schema))
     if not parts:
         return local_frame(spark, [], out_schema)
     result = parts[0]
@@ -259,7 +261,7 @@ def read_files(
     if plain:
         plain_schema = spark_schema(list(columns), reading=True)
         raw = read_parquet(spark, plain_schema, [f.path for f in plain], file_keys(plain))
-        parts.append(raw.select(*[_logical(c) for c in columns]))
+        parts.append(raw.select(*[logical_column(c) for c in columns]))
     if files:
         parts.append(
             _read_per_file(
@@ -386,7 +388,7 @@ def _read_raw(
 
 
 def _output_columns(columns: Sequence[Column], lineage: bool, positions: bool) -> list[SparkColumn]:
-    select = [_logical(c) for c in columns]
+    select = [logical_column(c) for c in columns]
     if lineage:
         select.append(
             F.coalesce(F.col(ROW_ID), F.col("__ducklake_row_id_start") + F.col(POS_KEY)).alias(
@@ -463,58 +465,6 @@ def _read_mapped(
     return df.select(*select)
 
 
-def _logical(col: Column) -> SparkColumn:
-    """A column as read (DuckDB's physical type) converted to its mapped Spark type."""
-    c = F.col(f"`{col.name}`")
-    if col.type == "uuid":
-        return _uuid_text(col.name)
-    if col.type in ("time", "timetz"):
-        micros = c % F.lit(1_000_000)
-        text = F.format_string(
-            "%02d:%02d:%02d",
-            (c / 3_600_000_000).cast("int"),
-            (c / 60_000_000 % 60).cast("int"),
-            (c / 1_000_000 % 60).cast("int"),
-        )
-        frac = F.rtrim(F.regexp_replace(F.format_string(".%06d", micros), "0+$", ""))
-        return (
-            F.when(c.isNull(), None)
-            .otherwise(F.concat(text, F.when(micros == 0, F.lit("")).otherwise(frac)))
-            .alias(col.name)
-        )
-    if col.type == "timestamp_ns":
-        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-        return F.timestamp_add("MICROSECOND", F.floor(c / 1000), epoch).alias(col.name)
-    if col.type in ("int128", "uint128"):
-        # DuckDB keeps HUGEINT as DOUBLE: beyond DECIMAL(38, 0) the cast would fail
-        # naming neither the column nor the type
-        kind = "HUGEINT" if col.type == "int128" else "UHUGEINT"
-        too_big = F.raise_error(
-            F.concat(
-                F.lit(f"column {col.name!r}: {kind} value "),
-                c.cast("string"),
-                F.lit(" does not fit Spark's DECIMAL(38, 0) (at most 38 digits)"),
-            )
-        )
-        fits = c.cast(T.DecimalType(38, 0))
-        return F.when(F.abs(c) >= F.lit(1e38), too_big).otherwise(fits).alias(col.name)
-    return c
-
-
-def _uuid_text(name: str) -> SparkColumn:
-    """16 UUID bytes -> 8-4-4-4-12 lower-case text, as DuckDB prints them."""
-    h = F.lower(F.hex(F.col(f"`{name}`")))
-    parts = [
-        F.substring(h, start, length)
-        for start, length in ((1, 8), (9, 4), (13, 4), (17, 4), (21, 12))
-    ]
-    return (
-        F.when(F.col(f"`{name}`").isNull(), F.lit(None))
-        .otherwise(F.concat_ws("-", *parts))
-        .alias(name)
-    )
-
-
 def read_back(
     spark: SparkSession,
     table: StagedTable,
@@ -528,7 +478,7 @@ def read_back(
     columns = table.column_list()
     schema = spark_schema(columns, reading=True)
     out_schema = spark_schema(columns)
-    select = [_logical(c) for c in columns]
+    select = [logical_column(c) for c in columns]
     if row_ids:
         schema = schema.add(T.StructField(ROW_ID, T.LongType(), True, {FIELD_ID: ROW_ID_FIELD_ID}))
         out_schema = out_schema.add(ROW_ID, T.LongType())
@@ -548,4 +498,4 @@ def read_back(
     for part in parts[1:]:
         union = union.unionByName(part)
     ordered = union.orderBy("__ducklake_file_order", POS_KEY).drop("__ducklake_file_order", POS_KEY)
-    return python_rows(ordered.collect(), out_schema)  # at most the inlining limit
+    return collect_rows(ordered)  # at most the inlining limit

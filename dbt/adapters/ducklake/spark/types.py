@@ -7,10 +7,11 @@ struct struct, map map. Spark types with no DuckLake equivalent Spark can write
 (intervals, void, variant, calendar interval) are refused with a clear error.
 
 Read mapping for DuckLake types Spark lacks: uint8 smallint, uint16 int, uint32 bigint,
-uint64 decimal(20,0), int128/uint128 decimal(38,0) (DuckDB stores them as DOUBLE, so
-only 53 bits survive), uuid/json/time/timetz string, timestamp_s/_ms timestamp_ntz,
-timestamp_ns timestamp_ntz truncated to microseconds. interval cannot be read yet (a
-clear error); these conversions apply to top-level columns.
+uint64 decimal(20,0), int128/uint128 decimal(38,0) (DuckDB stores them as DOUBLE: the
+double's exact value, as DuckDB reads it), uuid/json/time/timetz string, timestamp_s/_ms
+timestamp_ntz, timestamp_ns timestamp_ntz truncated to microseconds (with a notice).
+interval cannot be read yet (a clear error); the same rules hold inside structs, lists
+and maps.
 """
 
 from __future__ import annotations
@@ -77,16 +78,23 @@ _FROM_SPARK: dict[type, str] = {
 }
 
 
-def spark_type(col: Column) -> T.DataType:
-    """The Spark type a scan returns for a DuckLake column (children carry field ids)."""
+def spark_type(col: Column, *, reading: bool = False) -> T.DataType:
+    """The Spark type a scan returns for a DuckLake column (children carry field ids);
+    `reading`: the type its Parquet values are read as, at any depth (see read_values)."""
     if col.type == "list":
         (child,) = col.children
-        return T.ArrayType(spark_type(child), containsNull=True)
+        return T.ArrayType(spark_type(child, reading=reading), containsNull=True)
     if col.type == "struct":
-        return T.StructType([spark_field(c) for c in col.children])
+        return T.StructType([spark_field(c, reading=reading) for c in col.children])
     if col.type == "map":
         key, value = col.children
-        return T.MapType(spark_type(key), spark_type(value), valueContainsNull=True)
+        return T.MapType(
+            spark_type(key, reading=reading),
+            spark_type(value, reading=reading),
+            valueContainsNull=True,
+        )
+    if reading and col.type in PHYSICAL_READ:
+        return PHYSICAL_READ[col.type]
     if is_decimal(col.type):
         p, s = decimal_params(col.type)
         return T.DecimalType(p, s)
@@ -103,19 +111,23 @@ def spark_type(col: Column) -> T.DataType:
 
 
 # How DuckDB stores these physically; the scan converts them to the mapped Spark type.
-_PHYSICAL_READ: dict[str, T.DataType] = {
+PHYSICAL_READ: dict[str, T.DataType] = {
     "uuid": T.BinaryType(),  # FIXED_LEN_BYTE_ARRAY(16)
     "time": T.LongType(),  # INT64 TIME(MICROS); Spark cannot read TIME
     "timetz": T.LongType(),
     "timestamp_ns": T.LongType(),  # INT64 nanoseconds
     "int128": T.DoubleType(),  # DuckDB writes HUGEINT as DOUBLE
     "uint128": T.DoubleType(),
+    # INT64 (UINT_64), or INT32 in files written before a promotion from a smaller
+    # unsigned type: Spark reads both as BIGINT, never INT32 as DECIMAL(20, 0)
+    "uint64": T.LongType(),
 }
 
 
 def spark_field(col: Column, *, reading: bool = False) -> T.StructField:
-    dt = _PHYSICAL_READ[col.type] if reading and col.type in _PHYSICAL_READ else spark_type(col)
-    return T.StructField(col.name, dt, True, {FIELD_ID: col.column_id})
+    return T.StructField(
+        col.name, spark_type(col, reading=reading), True, {FIELD_ID: col.column_id}
+    )
 
 
 def spark_schema(columns: list[Column], *, reading: bool = False) -> T.StructType:
