@@ -24,6 +24,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
+from pyspark.sql.types import VariantVal
 
 from .__version__ import version as adapter_version
 from .atomic import publish_mode, staged_lake
@@ -98,8 +99,9 @@ class LakeCursor:
 
 
 def _shown(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """DuckDB's `infinity` dates as the text DuckDB prints (Python's date has no such value)."""
-    return [tuple(str(v) if isinstance(v, Infinite) else v for v in r) for r in rows]
+    """Values agate cannot take as text: DuckDB's `infinity` dates as DuckDB prints them
+    (Python's date has no such value), variants as JSON."""
+    return [tuple(str(v) if isinstance(v, Infinite | VariantVal) else v for v in r) for r in rows]
 
 
 class LakeHandle:

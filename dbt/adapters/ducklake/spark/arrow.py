@@ -81,6 +81,12 @@ def arrow_type(col: Column) -> pa.DataType:
         return pa.map_(key_field, arrow_field(value))
     if is_decimal(col.type):
         return pa.decimal128(*decimal_params(col.type))
+    if col.type == "variant":
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: VARIANT is written only by Spark's own Parquet writer: "
+            "a top-level column of an unpartitioned table on a local or HDFS data path "
+            "with snappy, zstd, gzip or no compression"
+        )
     if col.type not in _ARROW:
         raise UnsupportedTypeError(f"column {col.name!r}: cannot write DuckLake type {col.type}")
     return _ARROW[col.type]
@@ -210,15 +216,16 @@ def _footer_stats(meta: pq.FileMetaData, leaves: Sequence[Column]) -> dict[int, 
             "size": 0,
             "nan": None,
         }
+    chunks = leaf_chunks(meta, leaves)
     for rg in range(meta.num_row_groups):
         group = meta.row_group(rg)
-        for i, leaf in enumerate(leaves):
+        for i, leaf in zip(chunks, leaves, strict=True):
             chunk = group.column(i)
             entry = stats[leaf.column_id]
             entry["size"] += chunk.total_compressed_size
             entry["value_count"] += chunk.num_values
             st = chunk.statistics
-            if st is None:
+            if st is None or leaf.type == "variant":  # a variant has no bounds
                 entry["incomplete"] = True
                 continue
             if st.has_null_count:
@@ -236,10 +243,27 @@ def _footer_stats(meta: pq.FileMetaData, leaves: Sequence[Column]) -> dict[int, 
     return stats
 
 
+def leaf_chunks(meta: pq.FileMetaData, leaves: Sequence[Column]) -> list[int]:
+    """Each leaf's column chunk: the next one, except that a VARIANT leaf is a group of
+    several chunks (metadata, value, shredded values) of which the first is taken."""
+    paths = [meta.schema.column(j).path for j in range(meta.num_columns)]
+    out: list[int] = []
+    j = 0
+    for leaf in leaves:
+        out.append(j)
+        if leaf.type == "variant":
+            group = paths[j].rsplit(".", 1)[0] + "."
+            while j < len(paths) and paths[j].startswith(group):
+                j += 1
+        else:
+            j += 1
+    return out
+
+
 def nan_from_footer(meta: pq.FileMetaData, columns: Sequence[Column]) -> dict[int, bool]:
     leaves = _leaf_columns(columns)
     flags: dict[int, bool] = {}
-    for i, leaf in enumerate(leaves):
+    for i, leaf in zip(leaf_chunks(meta, leaves), leaves, strict=True):
         if leaf.type not in FLOAT_TYPES:
             continue
         flags[leaf.column_id] = False

@@ -104,6 +104,8 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
 
 
 def inlining_limit(lake: Lake, table: StagedTable) -> int:
+    if any(d.type in ("variant", "geometry") for c in table.column_list() for d in c.walk()):
+        return 0  # kept in Parquet files only, as DuckDB keeps them
     value = lake.option(
         "data_inlining_row_limit", schema_id=table.schema.schema_id, table_id=table.table_id
     )

@@ -42,6 +42,7 @@ _FLAT_TYPES = frozenset(
         "date",
         "timestamp",
         "timestamptz",
+        "variant",  # Spark writes it as DuckDB does: a Variant-annotated group
     }
 )
 # DuckLake's parquet_compression values Spark's writer has built in

@@ -27,7 +27,11 @@ from .types import PHYSICAL_READ
 
 def needs_conversion(col: Column) -> bool:
     """Whether `col`'s stored values need converting to its Spark type, at any depth."""
-    return col.type in PHYSICAL_READ or any(needs_conversion(c) for c in col.children)
+    return (
+        col.type in PHYSICAL_READ
+        or col.type == "variant"
+        or any(needs_conversion(c) for c in col.children)
+    )
 
 
 def logical_column(col: Column) -> SparkColumn:
@@ -60,6 +64,9 @@ def converted(value: SparkColumn, col: Column) -> SparkColumn:
 def _scalar(c: SparkColumn, col: Column) -> SparkColumn:
     if col.type == "uuid":
         return _uuid_text(c)
+    if col.type == "variant":
+        # DuckDB reads a variant null as NULL; Spark's reader makes SQL NULLs variant nulls
+        return F.when(F.is_variant_null(c), F.lit(None)).otherwise(c)
     if col.type in ("time", "timetz"):
         return _time_text(c)
     if col.type == "timestamp_ns":

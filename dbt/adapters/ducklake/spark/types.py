@@ -3,8 +3,9 @@
 Write mapping (Spark -> DuckLake): boolean, tinyint int8, smallint int16, int int32,
 bigint int64, float float32, double float64, decimal(p,s), string/char/varchar varchar,
 binary blob, date, timestamp timestamptz, timestamp_ntz timestamp, array list,
-struct struct, map map. Spark types with no DuckLake equivalent Spark can write
-(intervals, void, variant, calendar interval) are refused with a clear error.
+struct struct, map map, variant variant (Spark 4). Spark types with no DuckLake
+equivalent Spark can write (intervals, void, calendar interval) are refused with a
+clear error. geometry reads as its WKB binary (and is written back as a blob).
 
 Read mapping for DuckLake types Spark lacks: uint8 smallint, uint16 int, uint32 bigint,
 uint64 decimal(20,0), int128/uint128 decimal(38,0) (DuckDB stores them as DOUBLE: the
@@ -58,7 +59,12 @@ _TO_SPARK: dict[str, T.DataType] = {
     "timestamptz": T.TimestampType(),
     "time": T.StringType(),
     "timetz": T.StringType(),
+    "geometry": T.BinaryType(),  # well-known binary (WKB), as DuckDB stores it
 }
+# Spark 4 has a VARIANT type whose Parquet form (a Variant-annotated group of metadata
+# and value binaries, shredded or not) is DuckDB's
+if hasattr(T, "VariantType"):
+    _TO_SPARK["variant"] = T.VariantType()
 
 _FROM_SPARK: dict[type, str] = {
     T.BooleanType: "boolean",
@@ -76,6 +82,8 @@ _FROM_SPARK: dict[type, str] = {
     T.TimestampType: "timestamptz",
     T.TimestampNTZType: "timestamp",
 }
+if hasattr(T, "VariantType"):
+    _FROM_SPARK[T.VariantType] = "variant"
 
 
 def spark_type(col: Column, *, reading: bool = False) -> T.DataType:
