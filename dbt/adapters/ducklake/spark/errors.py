@@ -111,9 +111,10 @@ def _message(exc: BaseException) -> str:
 # a cause deep in the Java chain that Spark's one line leaves out, told as a feature
 _KNOWN_CAUSES = {
     "org.apache.hadoop.io.compress.BrotliCodec": (
-        "the file is compressed with Brotli (DuckDB's parquet_compression 'brotli'), which "
-        "Spark's Parquet reader cannot decompress: it has no Brotli codec. Set "
-        "parquet_compression to zstd or snappy and rewrite the table in DuckDB"
+        "the file is compressed with Brotli (DuckDB's parquet_compression 'brotli'): Spark "
+        "reads it with the adapter's JVM classes, which this session lacks (build them with "
+        "Maven: ./dev setup; Spark Connect servers need the jar on their class path), or "
+        "set parquet_compression to zstd or snappy and rewrite the table in DuckDB"
     ),
 }
 

@@ -103,7 +103,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
             check_reachable(config.remote or config.master or "")
         settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
         if not config.remote:
-            settings = with_engine_jar(settings)  # the JVM classes encrypted lakes need
+            settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
             builder = builder.remote(config.remote)
