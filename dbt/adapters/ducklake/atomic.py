@@ -22,7 +22,15 @@ from dbt_common.events.event_manager_client import get_event_manager
 from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from .lake import Lake, LakeError, drop_stage, open_stage, publish, staged_files
+from .lake import (
+    Lake,
+    LakeError,
+    drop_stage,
+    open_stage,
+    publish,
+    remove_staged_files,
+    staged_plans,
+)
 
 logger = AdapterLogger("DuckLake")
 
@@ -160,7 +168,7 @@ def _publish_or_discard(
         _discard(build, f"nothing published: {why}" + _listed(failed))
         return
     invocation = get_invocation_id()
-    plans = [plan for _, plan in sorted(build.stage.commit_log or [], key=lambda e: e[0])]
+    plans = staged_plans(build.stage)
     try:
         snapshot = publish(
             build.real,
@@ -186,14 +194,7 @@ def _publish_or_discard(
 
 
 def _discard(build: Build, message: str) -> None:
-    paths = staged_files(build.stage)
-    left = []
-    for path in paths:
-        try:
-            build.stage.files.delete(path)
-        except Exception:  # a file the storage refuses to remove
-            left.append(path)
-    removed = len(paths) - len(left)
+    removed, left = remove_staged_files(build.stage)
     tail = f"; removed the {removed} file(s) the build wrote"
     if left:
         tail += (

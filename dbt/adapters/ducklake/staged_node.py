@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 
-from .lake import Lake, Snapshot, drop_stage, open_stage, publish, staged_files
+from .lake import Lake, Snapshot, drop_stage, open_stage, publish, remove_staged_files, staged_plans
 from .spark.sql import LakeSQL
 
 
@@ -41,7 +41,7 @@ class StagedNode:
         """The node's staged commits as one snapshot of the real catalog (its commit
         info is the node's), then the deferred maintenance calls; the copy is dropped
         either way, and on failure the files the node wrote are removed."""
-        plans = [plan for _, plan in sorted(self.stage.commit_log or [], key=lambda e: e[0])]
+        plans = staged_plans(self.stage)
         commit = self.sql.commit
         try:
             snapshot = publish(
@@ -68,13 +68,8 @@ class StagedNode:
     def discard(self) -> list[str]:
         """Nothing of the node is published: its files are removed and the copy dropped;
         returns the files the storage refused to remove (orphans for later cleanup)."""
-        left = []
         try:
-            for path in staged_files(self.stage):
-                try:
-                    self.stage.files.delete(path)
-                except Exception:
-                    left.append(path)
+            _removed, left = remove_staged_files(self.stage)
         finally:
             drop_stage(self.stage)
         return left

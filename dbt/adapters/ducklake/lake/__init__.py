@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         Flush,
         InsertInlined,
     )
-    from .publish import publish, staged_files
+    from .publish import publish, remove_staged_files, staged_files, staged_plans
     from .reader import CatalogReader
     from .rows import decode_default
     from .secrets import Secrets
@@ -133,6 +133,8 @@ _HOME = {
     "Lake": "lake",
     "publish": "publish",
     "staged_files": "publish",
+    "staged_plans": "publish",
+    "remove_staged_files": "publish",
     "open_stage": "stage",
     "drop_stage": "stage",
     "sweep_stages": "stage_sweep",
@@ -260,9 +262,11 @@ __all__ = [
     "qualified_name",
     "read_vectors",
     "remove_folders",
+    "remove_staged_files",
     "resolve_option",
     "rewrite_groups",
     "staged_files",
+    "staged_plans",
     "stats_string",
     "sweep_stages",
     "tables_in_scope",

@@ -230,6 +230,25 @@ class _Renumber:
         return replace(op, schema=self.schema(op.schema)) if op.schema is not None else op
 
 
+def staged_plans(stage: Store) -> list[Any]:
+    """The commits made in the copy, in the order they committed: what `publish` takes."""
+    return [plan for _, plan in sorted(stage.commit_log or [], key=lambda e: e[0])]
+
+
+def remove_staged_files(stage: Store) -> tuple[int, list[str]]:
+    """Removes every file the copy's commits registered (nothing of them is published);
+    returns how many were removed and the paths the storage refused (orphans, for
+    `ducklake_delete_orphaned_files`)."""
+    paths = staged_files(stage)
+    left = []
+    for path in paths:
+        try:
+            stage.files.delete(path)
+        except Exception:  # a file the storage refuses to remove
+            left.append(path)
+    return len(paths) - len(left), left
+
+
 def staged_files(stage: Store) -> list[str]:
     """Absolute paths of every data and delete file the build registered in the copy
     (files it replaced itself included): after a discard, nobody needs them."""
