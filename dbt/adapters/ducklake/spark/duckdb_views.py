@@ -7,7 +7,9 @@ truncates, returns TIMESTAMPs where Spark returns DATEs, and so on. This module 
 the constructs whose translation was checked against both engines
 (`tests/spark/test_view_meaning.py`); a construct with no faithful DuckDB form becomes a
 DuckDB `error()` naming it, so DuckDB refuses to read the view rather than answering
-differently. Spark keeps reading the view from its own text.
+differently. Spark keeps reading the view from its own text. Rules for Spark's built-in
+functions are in `duckdb_functions` (and `duckdb_edges`, for the edges of functions
+whose everyday form is sqlglot's).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from typing import Any, cast
 import sqlglot
 from sqlglot import exp
 
+from .duckdb_edges import EDGE_RULES
+from .duckdb_functions import ANONYMOUS_RULES, FUNCTION_RULES, spark_forms, unsupported
+from .duckdb_functions import error_call as _error
 from .view_functions import unchecked_function
 from .view_types import OPERANDS, Columns, Number, aggregate, annotate_operands, arithmetic
 
@@ -47,7 +52,6 @@ _UNITS = {
 # Spark functions with no faithful DuckDB equivalent: what the error names
 _UNSUPPORTED: dict[type[exp.Expression], str] = {
     exp.SafeAdd: "try_add",
-    exp.ArrayDistinct: "array_distinct (DuckDB does not keep the order)",
     exp.FromJson: "from_json",
     exp.ApproxQuantile: "percentile_approx (a different approximation)",
     exp.Flatten: "flatten (NULL elements)",
@@ -64,7 +68,7 @@ def duckdb_view_sql(
     Children are rewritten before their parents (reversed pre-order), so a rule sees
     operands that are already DuckDB's; each node of the Spark tree is visited once.
     """
-    root = query.copy()
+    root = spark_forms(query.copy())
     annotate_operands(root, columns or {}, default_schema)
     for node in reversed(list(root.walk())):
         parent, key, index = node.parent, node.arg_key, node.index
@@ -76,20 +80,6 @@ def duckdb_view_sql(
         else:
             parent.set(key, new, index)
     return root.sql(dialect="duckdb")
-
-
-def _error(message: str | exp.Expression) -> exp.Expression:
-    """DuckDB's error(): fails the query, with `message`, where it is evaluated."""
-    text = exp.Literal.string(message) if isinstance(message, str) else message
-    return exp.Anonymous(this="error", expressions=[text])
-
-
-def unsupported(construct: str) -> exp.Expression:
-    message = (
-        f"{construct} is Spark SQL without an equivalent in DuckDB: this view was written "
-        "by dbt-ducklake and reads only through Spark"
-    )
-    return _error(message)
 
 
 def _rewrite(node: exp.Expression) -> exp.Expression:
@@ -339,8 +329,19 @@ def _as_date(node: exp.Expression) -> exp.Expression:
 
 
 def _months_between(node: exp.Expression) -> exp.Expression:
-    # Spark rounds months_between to 8 digits
-    return exp.Anonymous(this="ROUND", expressions=[node, exp.Literal.number(8)])
+    """Spark rounds months_between to 8 digits unless told not to; the fraction of a
+    month counts the time of day of timestamps, which DuckDB's form (sqlglot's) drops:
+    DuckDB refuses anything but two DATEs."""
+    roundoff = node.args.get("roundoff")
+    value = node
+    if not (isinstance(roundoff, exp.Boolean) and not roundoff.this):
+        value = exp.Anonymous(this="ROUND", expressions=[node, exp.Literal.number(8)])
+    probes = [
+        exp.Anonymous(this="typeof", expressions=[o.copy()]) for o in (node.this, node.expression)
+    ]
+    not_dates = exp.or_(*(exp.NEQ(this=p, expression=exp.Literal.string("DATE")) for p in probes))
+    refusal = unsupported("months_between of anything but two DATEs")
+    return exp.Case(ifs=[exp.If(this=not_dates, true=refusal)], default=value)
 
 
 def _unit(node: exp.Expression) -> exp.Expression:
@@ -469,7 +470,9 @@ def _anonymous(node: exp.Expression) -> exp.Expression:
         return exp.ArraySize(this=args[0])
     if name == "OCTET_LENGTH" and len(args) == 1:
         return exp.Anonymous(this="STRLEN", expressions=args)  # UTF-8 bytes
-    return node
+    rule = ANONYMOUS_RULES.get(name)
+    new = rule(args) if rule is not None else None
+    return node if new is None else new
 
 
 def _rounded(node: exp.Expression) -> exp.Expression:
@@ -526,4 +529,6 @@ _RULES: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] =
     exp.Nanvl: _nanvl,
     exp.Ceil: _rounded,
     exp.Floor: _rounded,
+    **FUNCTION_RULES,
+    **EDGE_RULES,
 }
