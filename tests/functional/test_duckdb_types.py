@@ -5,13 +5,17 @@ so once per model and column."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import duckdb
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests import duck
+from tests.conftest import _make_catalog
+from tests.functional.conftest import lake_target
 
 COPY = "{{ config(materialized='table') }} select * from {{ target.schema }}.src"
 SUMMARY = "select id, n from {{ target.schema }}.src where id >= 0"
@@ -26,6 +30,16 @@ def _differences(con: duckdb.DuckDBPyConnection, theirs: str, mine: str) -> tupl
 
 
 class TestModelsOverDuckDBTypes:
+    @pytest.fixture(scope="class", params=["sqlite", "postgres"])
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
+        catalog = next(catalogs)
+        yield {
+            **lake_target(catalog.metadata, catalog.data_path),
+            "duckdb_attach": catalog.duckdb_attach,
+        }
+        next(catalogs, None)  # drops the PostgreSQL database
+
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
         return {"copy_a.sql": COPY, "copy_b.sql": COPY, "summary.sql": SUMMARY}
@@ -34,9 +48,9 @@ class TestModelsOverDuckDBTypes:
         self, project, dbt_profile_target
     ) -> None:
         schema = project.test_schema
-        sqlite = dbt_profile_target["metadata"].removeprefix("sqlite:///")
+        attach = dbt_profile_target["duckdb_attach"]
         con = duck.connect()
-        duck.attach(con, f"sqlite:{sqlite}", options="DATA_INLINING_ROW_LIMIT 0")
+        duck.attach(con, attach, options="DATA_INLINING_ROW_LIMIT 0")
         con.execute(f"CREATE SCHEMA IF NOT EXISTS lake.{schema}")
         con.execute(
             f"CREATE TABLE lake.{schema}.src (id INTEGER, n TIMESTAMP_NS, d DATE, "
@@ -63,7 +77,7 @@ class TestModelsOverDuckDBTypes:
         assert "dropping the last three digits" in output
 
         con = duck.connect()
-        duck.attach(con, f"sqlite:{sqlite}")
+        duck.attach(con, attach)
         # the copies as DuckDB reads the source: maps in their order, infinities, UUIDs
         # and HUGEINT inside structs; TIMESTAMP_NS kept to the microsecond at or below
         theirs = (

@@ -148,6 +148,12 @@ def _say_what_changes(col: Column, table: str, where: str) -> None:
             f"{table}.{where} is TIMESTAMP_NS: Spark reads it as TIMESTAMP_NTZ in "
             "microseconds, dropping the last three digits of each value's nanoseconds"
         )
+    if col.type == "variant":
+        notice(
+            f"{table}.{where} is VARIANT: Spark writes the integers inside a variant at "
+            "their narrowest width, so a copy of DuckDB's INTEGER 42 holds a TINYINT 42 "
+            "(equal as a value and as JSON; DuckDB's variant_typeof differs)"
+        )
     for child in col.children:
         _say_what_changes(child, table, f"{where}.{child.name}")
 
