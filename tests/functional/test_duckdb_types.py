@@ -16,6 +16,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from tests import duck
 from tests.conftest import _make_catalog
 from tests.functional.conftest import lake_target
+from tests.spark.test_type_matrix import CASES, Case, write_case
 
 COPY = "{{ config(materialized='table') }} select * from {{ target.schema }}.src"
 SUMMARY = "select id, n from {{ target.schema }}.src where id >= 0"
@@ -111,3 +112,68 @@ class TestModelsOverDuckDBTypes:
         _, again = run_dbt_and_capture(["run", "--select", "summary"])
         assert again.count(f"{schema}.src.n is TIMESTAMP_NS") == 1, again
         run_dbt(["show", "--inline", f"select d from {schema}.copy_a order by id", "--limit", "3"])
+
+
+def _tables() -> list[tuple[Case, str]]:
+    return [
+        (case, f"{prefix}_{case.name}")
+        for prefix in ("f", "i")
+        for case in CASES
+        if prefix == "f" or case.inlined
+    ]
+
+
+class TestEveryTypeThroughADbtModel:
+    """Every case of tests/spark/test_type_matrix.py, written by DuckDB (in files and
+    inlined), copied by a dbt table model each: DuckDB reads every copy with the
+    documented types and the rows of the source, under the documented rules."""
+
+    @pytest.fixture(scope="class", params=["sqlite", "postgres"])
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
+        catalog = next(catalogs)
+        yield {
+            **lake_target(catalog.metadata, catalog.data_path),
+            "duckdb_attach": catalog.duckdb_attach,
+            "threads": 4,
+        }
+        next(catalogs, None)  # drops the PostgreSQL database
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {
+            f"c_{table}.sql": "{{ config(materialized='table') }} "
+            f"select * from {{{{ target.schema }}}}.{table}"
+            for _, table in _tables()
+        }
+
+    def test_every_copy_reads_as_duckdb_reads_its_source(  # type: ignore[no-untyped-def]
+        self, project, dbt_profile_target
+    ) -> None:
+        schema = project.test_schema
+        attach = dbt_profile_target["duckdb_attach"]
+        con = duck.connect()
+        for prefix, limit in (("f", 0), ("i", 100)):
+            duck.attach(con, attach, options=f"DATA_INLINING_ROW_LIMIT {limit}")
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS lake.{schema}")
+            con.execute(f"USE lake.{schema}")
+            for case, table in _tables():
+                if table.startswith(prefix):
+                    write_case(con, case, table)
+            con.execute("USE memory")
+            con.execute("DETACH lake")
+        run_dbt(["run"])
+        duck.attach(con, attach)
+        con.execute(f"USE lake.{schema}")
+        problems = []
+        for case, table in _tables():
+            described = con.execute(f"DESCRIBE c_{table}").fetchall()
+            copied = ",".join(r[1] for r in described[1:])
+            if copied != case.copied:
+                problems.append((table, "DuckDB types of the copy", copied))
+            theirs = f"SELECT {case.compared} FROM (SELECT {case.as_read} FROM {table})"
+            mine = f"SELECT {case.compared} FROM c_{table}"
+            if _differences(con, theirs, mine) != ([], []):
+                problems.append((table, "rows", _differences(con, theirs, mine)))
+        con.close()
+        assert not problems, "\n".join(map(str, problems))

@@ -192,6 +192,15 @@ class Lakes(NamedTuple):
     tables: list[tuple[Case, str]]
 
 
+def write_case(con: duckdb.DuckDBPyConnection, case: Case, table: str) -> None:
+    """DuckDB writes `case` as `table` in its current schema."""
+    con.execute(f"CREATE TABLE {table} (id INTEGER, {case.columns})")
+    values = ", ".join(f"({n}, {row})" for n, row in enumerate(case.rows))
+    con.execute(f"INSERT INTO {table} VALUES {values}")
+    for statement in case.alters:
+        con.execute(statement.format(t=table))
+
+
 def _write_cases(catalog: Catalog) -> Lakes:
     """Every case as a table of Parquet files (`f_<name>`) and, where DuckDB reads
     them, of inlined rows (`i_<name>`)."""
@@ -205,11 +214,7 @@ def _write_cases(catalog: Catalog) -> Lakes:
             if prefix == "i" and not case.inlined:
                 continue
             table = f"{prefix}_{case.name}"
-            con.execute(f"CREATE TABLE {table} (id INTEGER, {case.columns})")
-            values = ", ".join(f"({n}, {row})" for n, row in enumerate(case.rows))
-            con.execute(f"INSERT INTO {table} VALUES {values}")
-            for statement in case.alters:
-                con.execute(statement.format(t=table))
+            write_case(con, case, table)
             tables.append((case, table))
         con.execute("USE memory")
         con.execute("DETACH lake")
