@@ -3,9 +3,12 @@ metadata and a data directory — and the process's one local SparkSession."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.conftest import _make_catalog
 
 
 def lake_target(metadata: str, data_path: str) -> dict[str, Any]:
@@ -19,6 +22,20 @@ def lake_target(metadata: str, data_path: str) -> dict[str, Any]:
         "spark_conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
         "author": "dbt-tests",
     }
+
+
+def catalog_target(backend: str, tmp_path_factory: Any, **extra: Any) -> Iterator[dict[str, Any]]:
+    """A profile target on a fresh `backend` catalog ("sqlite" or "postgres") with the
+    string DuckDB attaches it by (`duckdb_attach`); for a class fixture that yields
+    from it (the PostgreSQL database is dropped after the class)."""
+    catalogs = _make_catalog(backend, tmp_path_factory.mktemp("lake"))
+    catalog = next(catalogs)
+    yield {
+        **lake_target(catalog.metadata, catalog.data_path),
+        "duckdb_attach": catalog.duckdb_attach,
+        **extra,
+    }
+    next(catalogs, None)
 
 
 @pytest.fixture(scope="session", autouse=True)

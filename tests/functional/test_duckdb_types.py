@@ -14,8 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests import duck
-from tests.conftest import _make_catalog
-from tests.functional.conftest import lake_target
+from tests.functional.conftest import catalog_target
 from tests.spark.test_type_matrix import CASES, Case, write_case
 
 COPY = "{{ config(materialized='table') }} select * from {{ target.schema }}.src"
@@ -33,13 +32,7 @@ def _differences(con: duckdb.DuckDBPyConnection, theirs: str, mine: str) -> tupl
 class TestModelsOverDuckDBTypes:
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
     def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
-        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
-        catalog = next(catalogs)
-        yield {
-            **lake_target(catalog.metadata, catalog.data_path),
-            "duckdb_attach": catalog.duckdb_attach,
-        }
-        next(catalogs, None)  # drops the PostgreSQL database
+        yield from catalog_target(request.param, tmp_path_factory)
 
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
@@ -130,14 +123,7 @@ class TestEveryTypeThroughADbtModel:
 
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
     def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
-        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
-        catalog = next(catalogs)
-        yield {
-            **lake_target(catalog.metadata, catalog.data_path),
-            "duckdb_attach": catalog.duckdb_attach,
-            "threads": 4,
-        }
-        next(catalogs, None)  # drops the PostgreSQL database
+        yield from catalog_target(request.param, tmp_path_factory, threads=4)
 
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]

@@ -14,8 +14,7 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
-from tests.conftest import _make_catalog
-from tests.functional.conftest import lake_target
+from tests.functional.conftest import catalog_target
 
 MODEL = """
 {{ config(
@@ -154,13 +153,7 @@ class TestPostHooksInTheNodeTransaction(_AuditTable):
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
     def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
         """SQLite copies the catalog as a file, PostgreSQL as a schema."""
-        catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
-        catalog = next(catalogs)
-        yield {
-            **lake_target(catalog.metadata, catalog.data_path),
-            "duckdb_attach": catalog.duckdb_attach,
-        }
-        next(catalogs, None)  # drops the PostgreSQL database
+        yield from catalog_target(request.param, tmp_path_factory)
 
     @pytest.fixture(scope="class")
     def models(self):  # type: ignore[no-untyped-def]
