@@ -10,7 +10,6 @@ and maps as at the top level, so a nested UUID reads as a top-level one does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..lake import Column, Infinite
+from ..lake import Column
+from .carried import carried_columns, carried_form, carried_value, from_carried
 from .local_rows import local_frame
 from .notices import notice
 from .types import PHYSICAL_READ
@@ -156,130 +156,6 @@ def _say_what_changes(col: Column, table: str, where: str) -> None:
         )
     for child in col.children:
         _say_what_changes(child, table, f"{where}.{child.name}")
-
-
-# ---------------------------------------------------------------------------------------
-# Inlined rows: what a Python value of the Spark type cannot carry
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-INFINITE_DAYS = 2_147_483_647  # DuckDB's DATE 'infinity' (negated: '-infinity')
-INFINITE_MICROS = 9_223_372_036_854_775_807  # TIMESTAMP 'infinity'
-
-
-def carried_form(dt: T.DataType) -> T.DataType | None:
-    """The type inlined values of `dt` travel in when a Python value of `dt` would lose
-    something: a MAP as a list of entries (a Python dict reaches the JVM as a hash map,
-    losing DuckDB's entry order), DATE as days and TIMESTAMP as microseconds (Python's
-    date cannot hold `infinity`). None when `dt` holds neither."""
-    if isinstance(dt, T.MapType):
-        key, value = carried_form(dt.keyType), carried_form(dt.valueType)
-        entry = T.StructType(
-            [T.StructField("key", key or dt.keyType), T.StructField("value", value or dt.valueType)]
-        )
-        return T.ArrayType(entry)
-    if isinstance(dt, T.ArrayType):
-        element = carried_form(dt.elementType)
-        return T.ArrayType(element) if element is not None else None
-    if isinstance(dt, T.StructType):
-        kids = [carried_form(f.dataType) for f in dt.fields]
-        if all(k is None for k in kids):
-            return None
-        return T.StructType(
-            [T.StructField(f.name, k or f.dataType) for f, k in zip(dt.fields, kids, strict=True)]
-        )
-    if isinstance(dt, T.DateType):
-        return T.IntegerType()
-    if isinstance(dt, T.TimestampType | T.TimestampNTZType):
-        return T.LongType()
-    return None
-
-
-def carried_value(value: Any, dt: T.DataType) -> Any:
-    """A Python value of `dt` (as `createDataFrame` takes it) in `carried_form(dt)`."""
-    if value is None:
-        return None
-    if isinstance(dt, T.MapType):
-        return [
-            (carried_value(k, dt.keyType), carried_value(v, dt.valueType)) for k, v in value.items()
-        ]
-    if isinstance(dt, T.ArrayType):
-        return [carried_value(v, dt.elementType) for v in value]
-    if isinstance(dt, T.StructType):
-        return {f.name: carried_value(value.get(f.name), f.dataType) for f in dt.fields}
-    if isinstance(value, Infinite):
-        big = INFINITE_DAYS if isinstance(dt, T.DateType) else INFINITE_MICROS
-        return -big if value.negative else big
-    if isinstance(dt, T.DateType):
-        return (value - date(1970, 1, 1)).days
-    if isinstance(dt, T.TimestampType | T.TimestampNTZType):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return (value - EPOCH) // timedelta(microseconds=1)
-    return value
-
-
-def from_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:
-    """A column in `carried_form(dt)` back as `dt`."""
-    if isinstance(dt, T.MapType):
-        key, item = dt.keyType, dt.valueType
-        if carried_form(key) is not None or carried_form(item) is not None:
-            value = F.transform(
-                value,
-                lambda e: F.struct(
-                    _maybe_from_carried(e["key"], key).alias("key"),
-                    _maybe_from_carried(e["value"], item).alias("value"),
-                ),
-            )
-        return F.map_from_entries(value)
-    if isinstance(dt, T.ArrayType):
-        element = dt.elementType
-        return F.transform(value, lambda item: from_carried(item, element))
-    if isinstance(dt, T.StructType):
-        fields = [_maybe_from_carried(value[f.name], f.dataType).alias(f.name) for f in dt.fields]
-        return F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*fields))
-    if isinstance(dt, T.DateType):
-        return F.date_from_unix_date(value)
-    if isinstance(dt, T.TimestampType):
-        return F.timestamp_micros(value)
-    epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-    return F.timestamp_add("MICROSECOND", value, epoch)
-
-
-def _maybe_from_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:
-    return from_carried(value, dt) if carried_form(dt) is not None else value
-
-
-def _holds_carried(value: Any) -> bool:
-    """Whether a value holds something only the carried form keeps (an infinity)."""
-    if isinstance(value, Infinite):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_carried(v) or _holds_carried(k) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_holds_carried(v) for v in value)
-    return False
-
-
-def carried_columns(rows: Sequence[Sequence[Any]], schema: T.StructType) -> list[int]:
-    """Positions of the fields whose values travel in their carried form: every MAP (for
-    its order), and dates or timestamps when some value is infinite."""
-    out = []
-    for i, f in enumerate(schema.fields):
-        if _has_map(f.dataType) or (
-            carried_form(f.dataType) is not None and any(_holds_carried(r[i]) for r in rows)
-        ):
-            out.append(i)
-    return out
-
-
-def _has_map(dt: T.DataType) -> bool:
-    if isinstance(dt, T.MapType):
-        return True
-    if isinstance(dt, T.ArrayType):
-        return _has_map(dt.elementType)
-    if isinstance(dt, T.StructType):
-        return any(_has_map(f.dataType) for f in dt.fields)
-    return False
 
 
 def inlined_frame(
