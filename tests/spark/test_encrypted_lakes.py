@@ -1,12 +1,12 @@
 """Encrypted lakes (`ATTACH ... (ENCRYPTED)`), as DuckDB 1.5.5 writes them: every table
 reads here at every snapshot exactly as DuckDB reads it (multi-page, dictionary, nested
 columns, encrypted delete files, plaintext deletion vectors, schema evolution), a wrong
-key fails naming the file, and writes, not supported yet, are refused before anything
-is written, leaving the lake as it was for DuckDB."""
+key fails naming the file, and every file written here is sealed as DuckDB seals it, so
+DuckDB reads what this engine wrote at every snapshot."""
 
 from __future__ import annotations
 
-import os
+import base64
 import re
 import sqlite3
 from pathlib import Path
@@ -16,7 +16,7 @@ import duckdb_extension_httpfs
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from dbt.adapters.ducklake.lake import Lake, UnsupportedFeatureError
+from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.encrypted import key_id
 from dbt.adapters.ducklake.spark.errors import spark_error_text
 from dbt.adapters.ducklake.spark.scan import scan_table
@@ -24,20 +24,6 @@ from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
 from tests.spark.every_snapshot import assert_same_in_duckdb
-
-# writes that put new Parquet files into the lake (refused in an encrypted lake only)
-NEW_FILES = (
-    "CREATE TABLE main.c AS SELECT id FROM range(0, 50)",
-    "INSERT INTO main.t (id, s) SELECT id, 'new' FROM range(1000, 1050)",
-)
-# writes that read the table's files
-WRITES = (
-    "DELETE FROM main.t WHERE id < 5",
-    "UPDATE main.t SET s = 'x' WHERE id = 7",
-    "MERGE INTO main.t AS t USING (SELECT id, 'm' AS s FROM range(90, 120)) AS s "
-    "ON t.id = s.id WHEN MATCHED THEN UPDATE SET s = s.s "
-    "WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, s.s)",
-)
 
 
 def _duckdb(
@@ -139,35 +125,89 @@ def test_the_key_of_a_file_is_found_under_the_uri_spark_opens(
         assert jvm.ducklake.jvm.KeyedFileSystem.idOf(uri) == key_id(path), path
 
 
-def _state(con: duckdb.DuckDBPyConnection, data_path: str) -> tuple[object, ...]:
-    """The latest snapshot, every table's rows as DuckDB reads them, the files on disk."""
-    latest = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()
-    tables = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
-    rows = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
-    files = sorted(os.path.join(d, n) for d, _, names in os.walk(data_path) for n in names)
-    return latest, rows, files
+def _keys_and_layout(con: duckdb.DuckDBPyConnection, data_path: str) -> None:
+    """Every file has a key (DuckDB refuses a file without one in an encrypted lake);
+    Parquet files have DuckDB's encrypted layout, deletion vectors are plaintext, as
+    DuckDB writes them."""
+    rows = con.execute(
+        "SELECT path, encryption_key, NULL FROM __ducklake_metadata_lake.ducklake_data_file "
+        "UNION ALL SELECT path, encryption_key, format "
+        "FROM __ducklake_metadata_lake.ducklake_delete_file"
+    ).fetchall()
+    on_disk = {p.name: p for p in Path(data_path).rglob("ducklake-*")}
+    for name, key, fmt in rows:
+        assert key and len(base64.b64decode(key)) == 16, (name, key)
+        if name in on_disk:  # expired and cleaned files are gone
+            data = on_disk[name].read_bytes()
+            sealed = data[:4] == data[-4:] == b"PARE"
+            assert sealed == (fmt != "puffin"), (name, data[:4], data[-4:])
 
 
-def test_writes_into_an_encrypted_lake_are_refused_and_change_nothing(
-    spark, catalog: Catalog
+def test_writes_into_an_encrypted_lake_read_identically_in_duckdb(
+    spark, catalog: Catalog, tmp_path: Path
 ) -> None:
-    con = _duckdb(catalog)
-    con.execute("CREATE TABLE t AS SELECT range AS id, 'v' || range AS s FROM range(100)")
-    before = _state(con, catalog.data_path)
+    """CTAS, INSERT, DELETE (over DuckDB's encrypted delete files and our own), UPDATE,
+    MERGE, deletion vectors, a flush of inlined rows and deletes, compaction, expire and
+    cleanup, all written here into a lake DuckDB encrypted: every file sealed with its
+    own key, and DuckDB reads every table at every snapshot as this engine does."""
+    con = _duckdb(catalog, "ENCRYPTED, DATA_INLINING_ROW_LIMIT 10")
+    con.execute(
+        "CREATE TABLE t AS SELECT range AS id, 'v' || (range % 13) AS s, [range] AS l, "
+        "{'a': range} AS st FROM range(3000)"
+    )
+    con.execute("DELETE FROM t WHERE id % 50 = 0")  # DuckDB's encrypted delete file
+    con.execute("CREATE TABLE dv AS SELECT range AS id FROM range(2000)")
+    con.execute(
+        "CALL ducklake_set_option('lake', 'write_deletion_vectors', true, table_name => 'dv')"
+    )
+    con.execute("CREATE TABLE small (id INTEGER, s VARCHAR)")
+    con.execute("INSERT INTO small VALUES (1, 'a'), (2, 'b')")  # inlined
     con.execute("USE memory")
     con.execute("DETACH lake")
 
     lake = Lake.open(catalog.metadata)
-    assert scan_table(spark, lake, "main", "t").count() == 100  # reads work
     sql = LakeSQL(spark, lake)
-    for statement in (*NEW_FILES, *WRITES):
-        with pytest.raises(
-            UnsupportedFeatureError, match=r"main\.. is in an encrypted lake.*nothing was written"
-        ):
-            sql.execute(statement)
+    for statement in (
+        "CREATE TABLE main.c AS SELECT id, 'c' || id AS s FROM range(0, 500)",
+        "INSERT INTO main.t SELECT id, 'new', array(id), named_struct('a', id) "
+        "FROM range(5000, 5400)",
+        "DELETE FROM main.t WHERE id % 7 = 1",  # merged with DuckDB's delete file
+        "DELETE FROM main.t WHERE id BETWEEN 100 AND 199",  # merged with ours
+        "UPDATE main.t SET s = 'u' WHERE id % 11 = 2",
+        "MERGE INTO main.t AS t USING (SELECT id, 'm' AS s FROM range(2990, 3100)) AS s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET s = s.s "
+        "WHEN NOT MATCHED THEN INSERT (id, s, l, st) VALUES (s.id, s.s, array(s.id), "
+        "named_struct('a', s.id))",
+        "DELETE FROM main.c WHERE id = 3",  # inlined positions of a file
+        "DELETE FROM main.dv WHERE id % 10 = 1",
+        "DELETE FROM main.dv WHERE id % 10 = 2",
+        "INSERT INTO main.small VALUES (3, 'c')",
+        "DELETE FROM main.small WHERE id = 1",
+        "CALL ducklake_flush_inlined_data('lake')",
+        "CALL ducklake_merge_adjacent_files('lake', 'c')",
+        "CALL ducklake_rewrite_data_files('lake', 't', delete_threshold => 0)",
+    ):
+        sql.execute(statement)
     lake.close()
 
     duck.attach(con, catalog.duckdb_attach, options="ENCRYPTED")
     con.execute("USE lake")
-    assert _state(con, catalog.data_path) == before
+    _keys_and_layout(con, catalog.data_path)
+    # distinct row counts a table had over its snapshots: each write was seen in time
+    for name, changes in {"t": 6, "c": 2, "dv": 3, "small": 3}.items():
+        counts = assert_same_in_duckdb(spark, catalog.metadata, con, name, tmp_path / name)
+        assert len(set(counts.values())) >= changes, (name, counts)
+    latest = {n: con.execute(f"SELECT count(*) FROM {n}").fetchone()[0] for n in ("c", "small")}
+    assert latest == {"c": 499, "small": 2}, latest
+
+    sql = LakeSQL(spark, Lake.open(catalog.metadata))
+    sql.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
+    sql.execute("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    sql.lake.close()
+    con.execute("USE memory")
+    con.execute("DETACH lake")
+    duck.attach(con, catalog.duckdb_attach, options="ENCRYPTED")
+    con.execute("USE lake")
+    _keys_and_layout(con, catalog.data_path)
+    assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "after")
     con.close()

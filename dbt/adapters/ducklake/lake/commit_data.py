@@ -302,7 +302,7 @@ class DataWriter:
             ]
         self.run(
             f"INSERT INTO {self.t('ducklake_data_file')} VALUES (:id, :tid, :begin, NULL, NULL, "
-            ":path, :rel, 'parquet', :rc, :size, :footer, :rid, :pid, NULL, NULL, :pmax)",
+            ":path, :rel, 'parquet', :rc, :size, :footer, :rid, :pid, :key, NULL, :pmax)",
             file_rows,
         )
         self.run(
@@ -339,6 +339,7 @@ class DataWriter:
             "rid": row_id_start,
             "pid": partition_id if f.partition_values is not None else None,
             "pmax": f.partial_max,
+            "key": f.encryption_key,
         }
 
     def _file_stat_rows(self, table_id: int, file_id: int, f: DataFileSpec) -> list[dict[str, Any]]:
@@ -413,11 +414,12 @@ class DataWriter:
                     "footer": f.footer_size,
                     "pmax": partial_max,
                     "format": f.format,
+                    "key": f.encryption_key,
                 }
             )
         self.run(
             f"INSERT INTO {self.t('ducklake_delete_file')} VALUES (:id, :tid, :begin, NULL, :fid, "
-            ":path, :rel, :format, :dc, :size, :footer, NULL, :pmax)",
+            ":path, :rel, :format, :dc, :size, :footer, :key, :pmax)",
             rows,
         )
         self.change("deleted_from_table", self.tid(t))

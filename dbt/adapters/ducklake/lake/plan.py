@@ -41,6 +41,7 @@ class DataFileSpec:
     ids_in_file: bool = False  # every row carries its id: no row_id_start (compaction)
     partial_max: int | None = None
     begin_snapshot: int | None = None
+    encryption_key: str | None = None  # base64 AES key of a file in an encrypted lake
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class DeleteFileSpec:
     # puffin: a deletion vector, cumulative and without per-row snapshots; the live
     # delete file it replaces is ended (not removed), so time travel keeps its deletes
     format: str = "parquet"
+    encryption_key: str | None = None  # base64 AES key of a file in an encrypted lake
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ class WriteOptions:
     row_group_size: int = 122_880
     target_file_size: int = 512 * 1024 * 1024
     deletion_vectors: bool = False  # write_deletion_vectors: puffin delete files
+    encrypted: bool = False  # an encrypted lake: every Parquet file sealed (sealed.py)
     # compressed bytes per row of the table's files so far, when it has enough of them
     bytes_per_row: float | None = None
 
@@ -485,20 +486,31 @@ class DeleteTarget:
     old_begin_snapshot: int | None
     old_delete_format: str | None = None  # parquet, or puffin (a deletion vector)
     write_vector: bool = False  # write a deletion vector (puffin), not Parquet
+    old_encrypted: bool = False  # its live delete file is encrypted: see `OldDeletes`
 
 
-def _old_deletes(target: DeleteTarget) -> tuple[np.ndarray, np.ndarray]:
+# (positions, deleting snapshots) of a data file's live delete file
+OldDeletes = tuple[np.ndarray, np.ndarray]
+
+
+def _old_deletes(target: DeleteTarget) -> OldDeletes:
     """(positions, deleting snapshots) of the data file's live delete file."""
     path = target.old_delete_file
     assert path is not None and target.old_begin_snapshot is not None
     if is_deletion_vector(target.old_delete_format):
         vectors = read_vectors(target.files.read_bytes(path), path)
         return first_deletions(vectors, target.old_begin_snapshot)
-    old = target.files.read_table(path)
+    if target.old_encrypted:  # Python cannot decrypt: the caller reads it (sealed.py)
+        raise RuntimeError(f"{path} is encrypted: its positions must be handed to the task")
+    return deletes_of(target.files.read_table(path), target.old_begin_snapshot)
+
+
+def deletes_of(old: pa.Table, begin_snapshot: int) -> OldDeletes:
+    """(positions, deleting snapshots) of a Parquet delete file's rows."""
     positions = old.column("pos").to_numpy()
     if "_ducklake_internal_snapshot_id" in old.column_names:
         return positions, old.column("_ducklake_internal_snapshot_id").to_numpy()
-    return positions, np.full(len(positions), target.old_begin_snapshot, np.int64)
+    return positions, np.full(len(positions), begin_snapshot, np.int64)
 
 
 def write_delete_file(
@@ -507,12 +519,16 @@ def write_delete_file(
     stamp: int,
     compression: str,
     stamps: dict[int, int] | None = None,
+    old: OldDeletes | None = None,
 ) -> dict[str, Any]:
     """A positional delete file; partial (with snapshot ids) when one already existed, or
     when `stamps` gives each position its own deleting snapshot (a flush). With
-    `target.write_vector` (and no stamps), a deletion vector of old and new positions."""
+    `target.write_vector` (and no stamps), a deletion vector of old and new positions.
+    `old`: the live delete file's deletes, when the caller has read them."""
+    if target.old_delete_file is not None and old is None:
+        old = _old_deletes(target)
     if target.write_vector and stamps is None:
-        return _write_vector(target, positions)
+        return _write_vector(target, positions, old)
     new = sorted(set(positions))
     name = f"ducklake-{uuid.uuid4()}-delete.parquet"
     path = target.root + name
@@ -524,8 +540,8 @@ def write_delete_file(
         begin, partial_max = None, None
     else:
         merged: dict[int, int] = {}
-        if target.old_delete_file is not None:
-            old_pos, old_snap = _old_deletes(target)
+        if old is not None:
+            old_pos, old_snap = old
             merged = dict(zip(old_pos.tolist(), old_snap.tolist(), strict=True))
         for p in new:
             merged.setdefault(p, stamps[p] if stamps is not None else stamp)
@@ -553,12 +569,14 @@ def write_delete_file(
     }
 
 
-def _write_vector(target: DeleteTarget, positions: Sequence[int]) -> dict[str, Any]:
+def _write_vector(
+    target: DeleteTarget, positions: Sequence[int], old: OldDeletes | None
+) -> dict[str, Any]:
     """A `.puffin` deletion vector (one bare blob, as DuckDB 1.5 writes it) holding the
     live delete file's positions too: its snapshot is the commit's, for all of them."""
     merged = np.asarray(positions, np.int64)
-    if target.old_delete_file is not None:
-        merged = np.concatenate([merged, _old_deletes(target)[0]])
+    if old is not None:
+        merged = np.concatenate([merged, old[0]])
     merged = np.unique(merged)
     blob = encode_blob(merged)
     name = f"ducklake-{uuid.uuid4()}-delete.puffin"

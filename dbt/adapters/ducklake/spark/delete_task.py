@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow import DeleteTarget, write_delete_file
+from .arrow import DeleteTarget, OldDeletes, write_delete_file
 
 ENDED, INLINE, WRITTEN, INLINED_ROWS, REPEATED = "ended", "inline", "written", "rows", "repeated"
 
@@ -34,7 +34,9 @@ class FileFacts:
 
 class StageDeletesTask:
     """Picklable mapInArrow task over (fid, pos, rowid) batches, partitioned by fid and
-    sorted by (fid, pos): a partition holds every victim of its files.
+    sorted by (fid, pos): a partition holds every victim of its files. A fourth column,
+    `old_snapshot`, marks rows that are not victims but the deletes of a file's live
+    delete file, read by Spark where Python cannot (an encrypted file, see sealed.py).
 
     Per file, like DuckDB: every row gone ends it; up to `inline_limit` positions are
     handed back to be stored as inlined deletes; more are written as a delete file here.
@@ -55,12 +57,16 @@ class StageDeletesTask:
         self.stamp = stamp
         self.compression = compression
         self.check_repeats = check_repeats
+        self.old: dict[int, OldDeletes] = {}
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         parts = [b for b in batches if b.num_rows]
         if not parts:
             return
         table = pa.Table.from_batches(parts)
+        self.old = {}
+        if table.num_columns > 3:
+            table = self._take_old_deletes(table)
         # inlined rows have no file and no position: -1 keeps the arrays int64
         fids, pos, rowids = (
             pc.fill_null(table.column(i), -1).to_numpy().astype(np.int64) for i in range(3)
@@ -76,6 +82,16 @@ class StageDeletesTask:
             fid = int(fids[start])
             rows.append(self._one_file(fid, pos[start:end], rowids[start:end]))
         yield pa.RecordBatch.from_pylist(rows, schema=_ARROW_RESULT)
+
+    def _take_old_deletes(self, table: pa.Table) -> pa.Table:
+        """The victims of `table`; the old deletes' rows kept per file in `self.old`."""
+        is_old = table.column(3).is_valid()
+        old = table.filter(is_old)
+        fids, pos, snaps = (old.column(i).to_numpy() for i in (0, 1, 3))
+        for fid in np.unique(fids):
+            mine = fids == fid
+            self.old[int(fid)] = (pos[mine], snaps[mine])
+        return table.filter(pc.invert(is_old))
 
     def _inlined_rows(self, rowids: np.ndarray) -> dict[str, Any]:
         ordered = np.sort(rowids)
@@ -100,7 +116,9 @@ class StageDeletesTask:
             return {"fid": fid, "outcome": ENDED, "n": n}
         if n <= self.inline_limit:
             return {"fid": fid, "outcome": INLINE, "n": n, "positions": pos.tolist()}
-        written = write_delete_file(facts.target, pos.tolist(), self.stamp, self.compression)
+        written = write_delete_file(
+            facts.target, pos.tolist(), self.stamp, self.compression, old=self.old.get(fid)
+        )
         return {"fid": fid, "outcome": WRITTEN, "n": n, **written}
 
 

@@ -31,7 +31,7 @@ from ..lake import (
     StagedTable,
     Transaction,
 )
-from .arrow import DeleteTarget
+from .arrow import DeleteTarget, WriteOptions
 from .delete_task import (
     ENDED,
     INLINE,
@@ -47,6 +47,7 @@ from .errors import WriteError
 from .prune import Predicate
 from .scan import ScanMetrics, scan_table
 from .scan_files import FILE_ID_COL, POS_COL
+from .sealed import HANDED_ON, HandOn, held_files, seal_here, sealed_rows, with_old_deletes
 from .types import spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -212,24 +213,29 @@ def stage_deletes(
     """
     assert table.table_id is not None
     options = write_options(lake, table)
-    compression = options.compression
+    held = held_files(lake.files) if options.encrypted else None
     task = StageDeletesTask(
-        {f.data_file_id: _facts(f, table, lake.files, options.deletion_vectors) for f in scanned},
+        {f.data_file_id: _facts(f, table, held or lake.files, options) for f in scanned},
         inlining_limit(lake, table),
         tx.stamp_snapshot_id,
-        compression,
+        options.compression,
         check_repeats=on_repeat is not None,
     )
     lineage = victims.select(F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), "rowid")
+    if held is not None:  # an encrypted lake: delete files are sealed (sealed.py)
+        lineage = with_old_deletes(spark, lineage, scanned)
+        task = HandOn(task, held, table.root)  # type: ignore[assignment]
     if few or not scanned:
         outcomes = _on_driver(task, lineage)
+        if held is not None:
+            outcomes = seal_here(spark, [r.asDict() for r in outcomes], lake.files, table)
     else:
-        outcomes = (
-            lineage.repartition(F.col("fid"))
-            .sortWithinPartitions("fid", "pos")
-            .mapInArrow(task, RESULT_SCHEMA)
-            .collect()  # one small row per touched file
-        )
+        staged = lineage.repartition(F.col("fid")).sortWithinPartitions("fid", "pos")
+        if held is not None:
+            handed_on = staged.mapInArrow(task, f"{RESULT_SCHEMA}, {HANDED_ON}")
+            outcomes = sealed_rows(handed_on, RESULT_SCHEMA, lake.files, table.qualified_name)
+        else:
+            outcomes = staged.mapInArrow(task, RESULT_SCHEMA).collect()  # a row per file
     by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
     written = [r for r in by_file if r.outcome == WRITTEN]
     twice = [r.repeated for r in outcomes if r.outcome == REPEATED]
@@ -240,15 +246,15 @@ def stage_deletes(
     return _stage_outcomes(tx, table, outcomes, by_file, written)
 
 
-def _on_driver(task: StageDeletesTask, lineage: DataFrame) -> list[Row]:
+def _on_driver(task: Callable[..., Any], lineage: DataFrame) -> list[Row]:
     """`task` run here over the collected (fid, pos, rowid) triples, sorted as a Spark
     partition would give them; its result rows as Spark returns them."""
     triples = lineage.collect()
     if not triples:
         return []
     batch = pa.RecordBatch.from_arrays(
-        [pa.array([t[i] for t in triples], pa.int64()) for i in range(3)],
-        names=["fid", "pos", "rowid"],
+        [pa.array([t[i] for t in triples], pa.int64()) for i in range(len(lineage.columns))],
+        names=lineage.columns,
     )
     order = pc.sort_indices(batch, [("fid", "ascending"), ("pos", "ascending")])
     return [Row(**r) for out in task(iter([batch.take(order)])) for r in out.to_pylist()]
@@ -281,7 +287,7 @@ def _stage_outcomes(
     return sum(r.n for r in by_file) + len(inlined)
 
 
-def _facts(f: DataFile, table: StagedTable, files: FileIO, vectors: bool) -> FileFacts:
+def _facts(f: DataFile, table: StagedTable, files: FileIO, options: WriteOptions) -> FileFacts:
     """The task's view of a data file. Like DuckDB, only its delete file counts as rows
     already gone: a file with inlined deletes is not ended but gets the rest of its rows
     as deletes (DuckDB's change feed of an ended file does not apply inlined deletes)."""
@@ -296,7 +302,8 @@ def _facts(f: DataFile, table: StagedTable, files: FileIO, vectors: bool) -> Fil
             old_delete_file=old.path if old else None,
             old_begin_snapshot=old.begin_snapshot if old else None,
             old_delete_format=old.format if old else None,
-            write_vector=vectors,
+            write_vector=options.deletion_vectors,
+            old_encrypted=bool(old and old.encryption_key),
         ),
     )
 
@@ -312,4 +319,5 @@ def delete_file_spec(data_file_id: int, facts: dict[str, Any]) -> DeleteFileSpec
         begin_snapshot=facts["begin_snapshot"],
         partial_max=facts["partial_max"],
         format=facts.get("format") or "parquet",
+        encryption_key=facts.get("encryption_key"),
     )

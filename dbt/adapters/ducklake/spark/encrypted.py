@@ -61,14 +61,14 @@ def require_decryption(
     """Before planning a read of `files`: refuse, naming `table`, when some are
     encrypted and this session cannot decrypt them."""
     if any(f.encryption_key for f in files):
-        _require_classes(spark, f"table {table} has encrypted files")
+        require_engine_classes(spark, f"table {table} has encrypted files")
 
 
 def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str, str]:
     """Options of one Parquet read that open the files in `keys` decrypted."""
     first = sorted(keys)[0]
     more = f" and {len(keys) - 1} more" if len(keys) > 1 else ""
-    _require_classes(spark, f"encrypted file {first}{more}")
+    require_engine_classes(spark, f"encrypted file {first}{more}")
     schemes = {urlsplit(p).scheme if "://" in p else "file" for p in keys}
     unknown = sorted(schemes - set(_DELEGATES))
     if unknown or len(schemes) > 1:
@@ -90,15 +90,16 @@ def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str
 _checked: dict[int, bool] = {}
 
 
-def _require_classes(spark: SparkSession, what: str) -> None:
-    """Refuse, saying `what` is encrypted, unless this session can decrypt."""
+def require_engine_classes(spark: SparkSession, what: str, doing: str = "reading them") -> None:
+    """Refuse `what` (reading or writing an encrypted lake's files: `doing`) unless this
+    session has the adapter's JVM classes."""
     jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
     if jvm is None:
         # Spark Connect: the server's class path is not visible from here
         raise UnsupportedFeatureError(
-            f"{what} (an encrypted lake): reading them through "
+            f"{what} (an encrypted lake): {doing} through "
             "Spark Connect is not supported yet; use spark_master (local or a cluster), "
-            "whose driver and executors get the adapter's JVM classes. Nothing was read"
+            "whose driver and executors get the adapter's JVM classes. Nothing was read or written"
         )
     ok = _checked.get(id(spark))
     if ok is None:
@@ -111,7 +112,7 @@ def _require_classes(spark: SparkSession, what: str) -> None:
         _checked[id(spark)] = ok
     if not ok:
         raise UnsupportedFeatureError(
-            f"{what} (an encrypted lake): reading them needs the "
+            f"{what} (an encrypted lake): {doing} needs the "
             f"adapter's JVM classes ({ENGINE_JAR.name}, built from jvm/ by `./dev setup` with "
-            "Maven), which this Spark session does not have. Nothing was read"
+            "Maven), which this Spark session does not have. Nothing was read or written"
         )

@@ -28,7 +28,6 @@ from ..lake import (
     Snapshot,
     StagedTable,
     Transaction,
-    UnsupportedFeatureError,
     parse_size,
     resolve_option,
 )
@@ -84,13 +83,6 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
             rows, key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
         )
 
-    if (opt("encrypted") or "false").lower() == "true":
-        # DuckDB refuses a file without a key in an encrypted lake: one plaintext file
-        # would break the table for it
-        raise UnsupportedFeatureError(
-            f"table {table.qualified_name} is in an encrypted lake: writing encrypted "
-            "Parquet files is not supported by this adapter yet; nothing was written"
-        )
     level = opt("parquet_compression_level")
     return WriteOptions(
         root=table.root,
@@ -100,6 +92,8 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
         row_group_size=int(opt("parquet_row_group_size", "122880") or 122880),
         target_file_size=parse_size(opt("target_file_size", "512MB") or "512MB"),
         deletion_vectors=(opt("write_deletion_vectors") or "false").lower() == "true",
+        # DuckDB refuses a file without a key in an encrypted lake: every file is sealed
+        encrypted=(opt("encrypted") or "false").lower() == "true",
     )
 
 

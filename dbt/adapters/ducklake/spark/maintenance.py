@@ -46,7 +46,7 @@ from ..lake import (
 from ..lake import (
     expire_snapshots as expire_in_catalog,
 )
-from .arrow import DeleteTarget, write_delete_file
+from .arrow import WriteOptions
 from .defaults import column_defaults
 from .dml import delete_file_spec
 from .engine import CommitInfo, begin, write_options
@@ -54,6 +54,7 @@ from .read_values import inlined_frame
 from .remove_task import RemovePaths
 from .scan import read_files, spark_rows
 from .scan_files import local_path, read_parquet
+from .sealed import write_delete_here
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 from .write import write_data_files
 
@@ -192,26 +193,17 @@ def _flush_table(
     if not inlined and not file_deletes:
         return None
     staged = tx.table(info.schema_name, info.name)
-    compression = write_options(lake, staged).compression
+    options = write_options(lake, staged)
     flush = Flush(row_ids=[r.row_id for r in inlined])
     if inlined:
-        _flush_rows(spark, lake, staged, columns, inlined, compression, flush)
+        _flush_rows(spark, lake, staged, columns, inlined, options, flush)
     by_file: dict[int, dict[int, int]] = {}
     for d in file_deletes:
         by_file.setdefault(d.data_file_id, {})[d.position] = d.begin_snapshot
         flush.deleted_positions.append((d.data_file_id, d.position))
     for f in targets:
         stamps = by_file[f.data_file_id]
-        old = f.delete_file
-        target = DeleteTarget(
-            staged.root,
-            lake.files,
-            f.path,
-            old.path if old else None,
-            old.begin_snapshot if old else None,
-            old.format if old else None,
-        )
-        facts = write_delete_file(target, list(stamps), 0, compression, stamps)
+        facts = write_delete_here(spark, staged, options, f.path, f.delete_file, stamps)
         flush.file_deletes.append(delete_file_spec(f.data_file_id, facts))
     tx.flush_inlined(staged, flush)
     log.info(
@@ -230,7 +222,7 @@ def _flush_rows(
     staged: StagedTable,
     columns: Sequence[Column],
     inlined: Sequence[InlinedRow],
-    compression: str,
+    options: WriteOptions,
     flush: Flush,
 ) -> None:
     """Write the inlined rows (ended ones too) to a file that keeps their row ids and
@@ -254,15 +246,15 @@ def _flush_rows(
         (r.row_id, r.begin_snapshot): r.end_snapshot for r in inlined if r.end_snapshot is not None
     }
     if ended:
+        keys = {staged.root + s.path: s.encryption_key for s in specs if s.encryption_key}
         paths = [staged.root + s.path for s in specs]
-        for index, (path, stamps) in enumerate(_positions(spark, paths, ended)):
-            target = DeleteTarget(staged.root, lake.files, path, None, None)
-            facts = write_delete_file(target, list(stamps), 0, compression, stamps)
+        for index, (path, stamps) in enumerate(_positions(spark, paths, ended, keys)):
+            facts = write_delete_here(spark, staged, options, path, None, stamps)
             flush.new_file_deletes.append((index, delete_file_spec(-1, facts)))
 
 
 def _positions(
-    spark: SparkSession, paths: list[str], ended: dict[tuple[int, int], int]
+    spark: SparkSession, paths: list[str], ended: dict[tuple[int, int], int], keys: dict[str, str]
 ) -> list[tuple[str, dict[int, int]]]:
     """Where the ended rows landed in the flushed files: (path, position -> snapshot)."""
     schema = T.StructType(
@@ -272,7 +264,7 @@ def _positions(
         ]
     )
     found = (
-        read_parquet(spark, schema, paths)
+        read_parquet(spark, schema, paths, keys)
         .where(F.col("rid").isin(sorted({rid for rid, _ in ended})))
         .select(
             "rid",

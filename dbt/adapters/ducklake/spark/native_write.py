@@ -73,6 +73,7 @@ def native_writable(columns: Sequence[Column], options: WriteOptions, partitione
     each file in place once."""
     return (
         not partitioned
+        and not options.encrypted  # sealed files are written by pyarrow (sealed.py)
         and not is_url(options.root)
         and options.compression in _CODECS
         and options.compression_level is None

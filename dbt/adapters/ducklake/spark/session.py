@@ -44,6 +44,9 @@ DEFAULT_CONF: dict[str, str] = {
     # DuckLake hands Spark the exact file list of a snapshot; a distributed listing job
     # for it costs seconds on local disks (lower this for object stores with slow HEADs)
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    # an Arrow batch into a Python task stays far below Arrow's 2 GiB per column (a
+    # batch of sealed files holds whole files, see sealed.py)
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(256 << 20),
 }
 
 

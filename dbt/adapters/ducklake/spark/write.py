@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -21,6 +22,7 @@ from ..lake import Column, DataFileSpec, FileColumnStats, StagedTable
 from .arrow import WriteOptions
 from .errors import WriteError
 from .native_write import native_writable, write_native
+from .sealed import HANDED_ON, HandOn, held_files, sealed_rows
 from .write_task import WriteTask
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -116,11 +118,25 @@ def write_data_files(
         log.info("wrote %s file(s) for %s", len(specs), table.qualified_name)
         return specs
     transforms = [(key, col.type, transform) for key, col, transform in plan]
-    task = WriteTask(columns, options, transforms, row_ids, snapshot_ids)
-    rows = data.mapInArrow(task, _RESULT_SCHEMA).collect()  # one small row per file
+    rows = _write_in_tasks(
+        data, table, options, WriteTask(columns, options, transforms, row_ids, snapshot_ids)
+    )
     specs = [_spec(r) for r in rows]
     log.info("wrote %s file(s) for %s", len(specs), table.qualified_name)
     return specs
+
+
+def _write_in_tasks(
+    data: DataFrame, table: StagedTable, options: WriteOptions, task: WriteTask
+) -> list[Any]:
+    """Run `task` over `data`: one small result row per file written; in an encrypted
+    lake, files are held in memory and sealed before they are stored (sealed.py)."""
+    if not options.encrypted:
+        return data.mapInArrow(task, _RESULT_SCHEMA).collect()
+    held = held_files(options.files)
+    task.options = replace(options, files=held)
+    handed_on = data.mapInArrow(HandOn(task, held, options.root), f"{_RESULT_SCHEMA}, {HANDED_ON}")
+    return sealed_rows(handed_on, _RESULT_SCHEMA, options.files, table.qualified_name)
 
 
 def _spec(row: Any) -> DataFileSpec:
@@ -144,6 +160,7 @@ def _spec(row: Any) -> DataFileSpec:
         footer_size=row["footer_size"],
         column_stats=stats,
         partition_values=tuple(pv) if pv is not None else None,
+        encryption_key=(row.asDict() if hasattr(row, "asDict") else row).get("encryption_key"),
     )
 
 

@@ -5,21 +5,26 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
+import java.security.SecureRandom;
 import javax.crypto.AEADBadTagException;
 import javax.crypto.Cipher;
 import javax.crypto.spec.GCMParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 import org.apache.parquet.format.ColumnChunk;
 import org.apache.parquet.format.ColumnMetaData;
+import org.apache.parquet.format.AesGcmV1;
 import org.apache.parquet.format.EncryptionAlgorithm;
 import org.apache.parquet.format.FileCryptoMetaData;
 import org.apache.parquet.format.FileMetaData;
+import org.apache.parquet.format.PageHeader;
+import org.apache.parquet.format.PageType;
 import org.apache.parquet.format.RowGroup;
 import org.apache.parquet.format.Util;
 
 /**
  * Parquet files encrypted as DuckDB's ducklake extension writes them (an encrypted lake),
- * turned into plaintext Parquet of the same length that any Parquet reader takes.
+ * turned into plaintext Parquet of the same length that any Parquet reader takes, and
+ * plaintext Parquet turned into that layout (what this adapter writes into such a lake).
  *
  * <p>DuckDB encrypts the footer and every page header and page body as one AES-GCM module
  * each ({@code length | 12-byte nonce | ciphertext | 16-byte tag}) with the file's key and
@@ -34,7 +39,158 @@ public final class EncryptedParquet {
   private static final int NONCE = 12;
   private static final int TAG = 16;
 
+  private static final SecureRandom NONCES = new SecureRandom();
+
   private EncryptedParquet() {}
+
+  /**
+   * {@code plain} (a Parquet file) in DuckDB's encrypted layout under {@code key}: the
+   * same pages, each page header and page body one AES-GCM module with a fresh nonce, the
+   * footer's offsets moved to match, then the plaintext crypto metadata (AES_GCM_V1, no
+   * AAD, no key metadata), the encrypted footer and {@code PARE}, as DuckDB 1.5 writes.
+   */
+  public static byte[] encrypt(byte[] plain, byte[] key, String name) throws IOException {
+    int n = plain.length;
+    if (n < 12 || !regionEquals(plain, 0, PLAIN_MAGIC) || !regionEquals(plain, n - 4, PLAIN_MAGIC)) {
+      throw new IOException(name + " is not a plaintext Parquet file (no PAR1 magic)");
+    }
+    int footerLength = readInt(plain, n - 8);
+    int footerStart = n - 8 - footerLength;
+    if (footerLength <= 0 || footerStart < 4) {
+      throw new IOException(name + ": footer length " + footerLength + " does not fit the file");
+    }
+    FileMetaData meta =
+        Util.readFileMetaData(new ByteArrayInputStream(plain, footerStart, footerLength));
+    Cipher cipher = cipher();
+    ByteArrayOutputStream out = new ByteArrayOutputStream(n + n / 32 + 256);
+    out.write(ENCRYPTED_MAGIC, 0, 4);
+    for (RowGroup group : meta.getRow_groups()) {
+      long groupStart = out.size();
+      for (ColumnChunk chunk : group.getColumns()) {
+        sealChunk(plain, footerStart, chunk, out, cipher, key, name);
+      }
+      group.setFile_offset(groupStart);
+      group.setTotal_compressed_size(out.size() - groupStart);
+    }
+    ByteArrayOutputStream footer = new ByteArrayOutputStream(footerLength);
+    Util.writeFileMetaData(meta, footer);
+    int cryptoStart = out.size();
+    EncryptionAlgorithm algorithm = new EncryptionAlgorithm();
+    algorithm.setAES_GCM_V1(new AesGcmV1());
+    Util.writeFileCryptoMetaData(new FileCryptoMetaData(algorithm), out);
+    byte[] plainFooter = footer.toByteArray();
+    writeModule(out, plainFooter, 0, plainFooter.length, cipher, key);
+    byte[] length = new byte[4];
+    writeInt(length, 0, out.size() - cryptoStart);
+    out.write(length, 0, 4);
+    out.write(ENCRYPTED_MAGIC, 0, 4);
+    return out.toByteArray();
+  }
+
+  /** One column chunk's pages as modules appended to {@code out}; its metadata moved. */
+  private static void sealChunk(
+      byte[] plain,
+      int dataEnd,
+      ColumnChunk chunk,
+      ByteArrayOutputStream out,
+      Cipher cipher,
+      byte[] key,
+      String name)
+      throws IOException {
+    ColumnMetaData column = chunk.getMeta_data();
+    boolean dictionary = hasDictionary(column);
+    long start = chunkStart(column, dataEnd, name);
+    long stop = start + column.getTotal_compressed_size();
+    long sealedStart = out.size();
+    long firstDataPage = -1;
+    long at = start;
+    while (at < stop) {
+      ByteArrayInputStream in = new ByteArrayInputStream(plain, (int) at, (int) (stop - at));
+      PageHeader header = Util.readPageHeader(in);
+      int headerLength = (int) (stop - at) - in.available();
+      int bodyLength = header.getCompressed_page_size();
+      if (bodyLength < 0 || at + headerLength + bodyLength > stop) {
+        throw new IOException(name + ": a page overruns its column chunk");
+      }
+      if (firstDataPage < 0 && header.getType() != PageType.DICTIONARY_PAGE) {
+        firstDataPage = out.size();
+      }
+      writeModule(out, plain, (int) at, headerLength, cipher, key);
+      writeModule(out, plain, (int) at + headerLength, bodyLength, cipher, key);
+      at += headerLength + bodyLength;
+    }
+    if (firstDataPage < 0) {
+      throw new IOException(name + ": a column chunk has no data page");
+    }
+    // page indexes and bloom filters are not written encrypted (DuckDB writes none)
+    moveChunk(chunk, dictionary, sealedStart, firstDataPage, out.size() - sealedStart);
+    chunk.setFile_offset(0); // as DuckDB writes it
+  }
+
+  /** A column chunk's pages now lie at {@code start}, its first data page at {@code
+   * dataPage}; page indexes and bloom filters, which would point at the old bytes, go. */
+  private static void moveChunk(
+      ColumnChunk chunk, boolean dictionary, long start, long dataPage, long bytes) {
+    ColumnMetaData column = chunk.getMeta_data();
+    if (dictionary) {
+      column.setDictionary_page_offset(start);
+    }
+    column.setData_page_offset(dataPage);
+    column.setTotal_compressed_size(bytes);
+    column.unsetIndex_page_offset();
+    column.unsetBloom_filter_offset();
+    column.unsetBloom_filter_length();
+    chunk.unsetColumn_index_offset();
+    chunk.unsetColumn_index_length();
+    chunk.unsetOffset_index_offset();
+    chunk.unsetOffset_index_length();
+  }
+
+  private static boolean hasDictionary(ColumnMetaData column) {
+    return column.isSetDictionary_page_offset() && column.getDictionary_page_offset() > 0;
+  }
+
+  /** Where a column chunk's first page starts; it must end before {@code dataEnd}. */
+  private static long chunkStart(ColumnMetaData column, long dataEnd, String name)
+      throws IOException {
+    long start =
+        hasDictionary(column)
+            ? Math.min(column.getDictionary_page_offset(), column.getData_page_offset())
+            : column.getData_page_offset();
+    if (start < 4 || start + column.getTotal_compressed_size() > dataEnd) {
+      throw new IOException(name + ": a column chunk lies outside the file's data");
+    }
+    return start;
+  }
+
+  private static Cipher cipher() throws IOException {
+    try {
+      return Cipher.getInstance("AES/GCM/NoPadding");
+    } catch (GeneralSecurityException e) {
+      throw new IOException("AES-GCM is not available in this JVM (" + e + ")", e);
+    }
+  }
+
+  /** {@code length | nonce | ciphertext and tag} of {@code length} bytes at {@code at}. */
+  private static void writeModule(
+      ByteArrayOutputStream out, byte[] data, int at, int length, Cipher cipher, byte[] key)
+      throws IOException {
+    byte[] nonce = new byte[NONCE];
+    NONCES.nextBytes(nonce);
+    byte[] sealed;
+    try {
+      cipher.init(
+          Cipher.ENCRYPT_MODE, new SecretKeySpec(key, "AES"), new GCMParameterSpec(TAG * 8, nonce));
+      sealed = cipher.doFinal(data, at, length);
+    } catch (GeneralSecurityException e) {
+      throw new IOException("cannot encrypt a Parquet module (" + e + ")", e);
+    }
+    byte[] size = new byte[4];
+    writeInt(size, 0, NONCE + sealed.length);
+    out.write(size, 0, 4);
+    out.write(nonce, 0, NONCE);
+    out.write(sealed, 0, sealed.length);
+  }
 
   /** Whether the file's last four bytes say its footer is encrypted. */
   public static boolean isEncrypted(byte[] file) {
@@ -74,16 +230,9 @@ public final class EncryptedParquet {
                   + " read here");
         }
         ColumnMetaData column = chunk.getMeta_data();
-        boolean dictionary =
-            column.isSetDictionary_page_offset() && column.getDictionary_page_offset() > 0;
-        long start =
-            dictionary
-                ? Math.min(column.getDictionary_page_offset(), column.getData_page_offset())
-                : column.getData_page_offset();
+        boolean dictionary = hasDictionary(column);
+        long start = chunkStart(column, footerStart, name);
         long stop = start + column.getTotal_compressed_size();
-        if (start < 4 || stop > footerStart) {
-          throw new IOException(name + ": a column chunk lies outside the file's data");
-        }
         long read = start;
         long written = start;
         int modules = 0;
@@ -102,19 +251,7 @@ public final class EncryptedParquet {
         if (read != stop) {
           throw new IOException(name + ": a column chunk's modules overrun its stored size");
         }
-        if (dictionary) {
-          column.setDictionary_page_offset(start);
-        }
-        column.setData_page_offset(dataPage);
-        column.setTotal_compressed_size(written - start);
-        // indexes and bloom filters would point at encrypted bytes: readers do without them
-        column.unsetIndex_page_offset();
-        column.unsetBloom_filter_offset();
-        column.unsetBloom_filter_length();
-        chunk.unsetColumn_index_offset();
-        chunk.unsetColumn_index_length();
-        chunk.unsetOffset_index_offset();
-        chunk.unsetOffset_index_length();
+        moveChunk(chunk, dictionary, start, dataPage, written - start);
         groupBytes += written - start;
         end = Math.max(end, written);
       }
