@@ -12,6 +12,7 @@ from dbt.tests.util import run_dbt
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
+from tests.functional.conftest import lake_target
 
 MODEL = """
 {{ config(
@@ -67,3 +68,41 @@ class TestIncrementalMergeOverDeletionVectors:
         lake.close()
         assert theirs == ours
         assert ours == _expected()
+
+
+class TestProfileWritesDeletionVectors:
+    """`write_deletion_vectors: true` in the profile: where the lake sets no such
+    option, this project's deletes are deletion vectors, which DuckDB reads the same."""
+
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, tmp_path_factory):  # type: ignore[no-untyped-def]
+        root = tmp_path_factory.mktemp("lake")
+        return {
+            **lake_target(f"sqlite:///{root}/metadata.sqlite", f"{root}/data"),
+            "write_deletion_vectors": True,
+        }
+
+    @pytest.fixture(scope="class")
+    def models(self):  # type: ignore[no-untyped-def]
+        return {"inc.sql": MODEL}
+
+    def test_deletes_are_vectors_duckdb_reads(  # type: ignore[no-untyped-def]
+        self, project, dbt_profile_target, spark
+    ) -> None:
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", "{phase: 2}"])
+        schema = project.test_schema
+        con = duck.connect()
+        sqlite = dbt_profile_target["metadata"].removeprefix("sqlite:///")
+        duck.attach(con, f"sqlite:{sqlite}")
+        formats = con.execute(
+            "SELECT DISTINCT format FROM __ducklake_metadata_lake.ducklake_delete_file"
+        ).fetchall()
+        assert formats == [("puffin",)], formats
+        theirs = Counter(con.execute(f"SELECT id, v FROM lake.{schema}.inc").fetchall())
+        con.close()
+        lake = Lake.open(dbt_profile_target["metadata"])
+        ours = Counter(tuple(r) for r in scan_table(spark, lake, schema, "inc").collect())
+        lake.close()
+        expected = {i: 2 * i if i >= 500 else i for i in range(1500)}
+        assert theirs == ours == Counter((i, v) for i, v in expected.items() if i % 50 != 1)

@@ -8,7 +8,7 @@ import sqlite3
 import psycopg
 import pytest
 
-from dbt.adapters.ducklake.lake import Lake, parse_type
+from dbt.adapters.ducklake.lake import Lake, MetadataConfigError, parse_type
 from tests import duck
 from tests.conftest import Catalog
 
@@ -122,6 +122,29 @@ def test_open_existing_keeps_catalog_and_data_path(catalog: Catalog, tmp_path) -
     again = Lake.open(catalog.metadata)
     assert again.data_path == os.path.abspath(catalog.data_path) + "/"
     assert len(again.snapshots()) == 1
+
+
+def test_encrypted_creates_an_encrypted_lake_and_refuses_a_plain_one(catalog: Catalog) -> None:
+    """`encrypted` (the profile field) is DuckDB's ATTACH ... (ENCRYPTED): a new lake is
+    created encrypted, which DuckDB follows; an existing plain lake is refused by name,
+    as DuckDB refuses it."""
+    Lake.open(catalog.metadata, data_path=catalog.data_path, encrypted=True).close()
+    lake = Lake.open(catalog.metadata, encrypted=True)  # the same lake opens again
+    assert lake.option("encrypted") == "true"
+    lake.close()
+    con = duck.connect()
+    duck.attach(con, catalog.duckdb_attach)
+    value = "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata WHERE key = 'encrypted'"
+    assert con.execute(value).fetchall() == [("true",)]
+    con.close()
+
+
+def test_encrypted_refuses_a_lake_created_plain(sqlite_catalog: Catalog) -> None:
+    Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path).close()
+    with pytest.raises(
+        MetadataConfigError, match=r"encrypted: true, but the lake in .* unencrypted"
+    ):
+        Lake.open(sqlite_catalog.metadata, encrypted=True)
 
 
 def test_sqlite_uses_wal_and_busy_timeout(sqlite_catalog: Catalog) -> None:

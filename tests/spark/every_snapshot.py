@@ -46,28 +46,34 @@ def _canon(values: Any) -> Any:
 
 
 def assert_same_in_duckdb(
-    spark: Any, metadata: str, con: duckdb.DuckDBPyConnection, table: str, out: Path
+    spark: Any,
+    metadata: str,
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    out: Path,
+    schema: str = "main",
 ) -> dict[int, int]:
     """`table` at every snapshot reads the same rows here as in DuckDB: our scans are
     written to plain Parquet (one Spark job per schema the table had: the scans of each
     are unioned, tagged by snapshot), and DuckDB takes EXCEPT ALL both ways per snapshot
     (exact, nested values included, and fast on 100k+ rows). Returns the row count per
-    snapshot."""
+    snapshot. `table` is in `schema` of the connection's current lake."""
     lake = Lake.open(metadata)
+    name, table = table, f"{schema}.{table}"
     scans: dict[str, list[tuple[int, Any]]] = {}  # schema -> (snapshot, scan)
     for (at,) in con.execute("SELECT snapshot_id FROM ducklake_snapshots('lake')").fetchall():
         try:
             con.execute(f"SELECT 1 FROM {table} AT (VERSION => {at}) LIMIT 0")
         except duckdb.CatalogException:  # the table did not exist (yet): nor here
             with pytest.raises(CatalogNotFoundError):
-                scan_table(spark, lake, "main", table, at=at)
+                scan_table(spark, lake, schema, name, at=at)
             continue
-        scan = scan_table(spark, lake, "main", table, at=at)
+        scan = scan_table(spark, lake, schema, name, at=at)
         scans.setdefault(scan.schema.json(), []).append((at, scan))
     lake.close()
     written: dict[int, str] = {}  # snapshot -> the folder of our rows
     for n, tagged in enumerate(scans.values()):
-        folder = str(out / f"{table}-{n}")
+        folder = str(out / f"{name}-{n}")
         frames = [df.withColumn(_AT, F.lit(at)) for at, df in tagged]
         reduce(DataFrame.union, frames).write.partitionBy(_AT).parquet(folder)
         written.update({at: folder for at, _ in tagged})

@@ -62,8 +62,15 @@ def test_task_bodies_load_without_dbt_or_sqlalchemy(
     doomed = tmp_path / "doomed.parquet"
     doomed.write_bytes(b"x")
     assert remove_files(spark, lake.files, [str(doomed)]) == 1
+    # an encrypted lake: files held in task memory, handed on, sealed, stored
+    sealed = Lake.open(
+        f"sqlite:///{tmp_path}/sealed.sqlite", data_path=str(tmp_path / "sealed"), encrypted=True
+    )
+    create_table_as(sealed, "main", "t", spark.sql(lake_sql), partition_by=[("p", "identity")])
+    delete_where(spark, sealed, "main", "t", "id < 50")
     kinds = {getattr(f, "__name__", type(f).__name__) for f in shipped}
-    assert {"WriteTask", "FooterTask", "StageDeletesTask", "RemovePaths"} <= kinds, kinds
+    expected = {"WriteTask", "FooterTask", "StageDeletesTask", "RemovePaths", "HandOn"}
+    assert expected | {"StoreSealed"} <= kinds, kinds
 
     blobs = [cloudpickle.dumps(f) for f in shipped]
     done = subprocess.run(

@@ -125,6 +125,7 @@ class LakeHandle:
                 metadata_schema=credentials.metadata_schema,
                 files=credentials.file_io(),
                 override_data_path=credentials.override_data_path,
+                encrypted=credentials.encrypted,
             )
 
         with _OPENING:  # dbt threads open connections together; one creates the lake
@@ -132,6 +133,10 @@ class LakeHandle:
             mode = publish_mode(credentials.publish)
             staged = staged_lake(mode, dbt_command(), open_real)
             lake = staged if staged is not None else open_real()
+        if credentials.write_deletion_vectors is not None:
+            lake.option_defaults["write_deletion_vectors"] = str(
+                credentials.write_deletion_vectors
+            ).lower()
         # a lake created elsewhere (DuckDB) may store a relative data path
         credentials.require_shared(lake.data_path, "the lake's stored data_path")
         config = credentials.session_config(lake.data_path)

@@ -46,6 +46,10 @@ class DucklakeCredentials(Credentials):
     # per_node: each node's build is its own snapshot; atomic: a build publishes all its
     # nodes in one snapshot, only when everything passed (atomic.py)
     publish: str = "per_node"
+    # a new lake is created encrypted (DuckDB's ENCRYPTED); an existing one must be
+    encrypted: bool = False
+    # delete files as deletion vectors where the lake sets no write_deletion_vectors
+    write_deletion_vectors: bool | None = None
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -72,6 +76,8 @@ class DucklakeCredentials(Credentials):
             "s3_region",
             "s3_url_style",
             "publish",
+            "encrypted",
+            "write_deletion_vectors",
         )
 
     @classmethod

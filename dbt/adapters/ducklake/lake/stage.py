@@ -44,6 +44,7 @@ def open_stage(real: Store, tag: str) -> Lake:
             _metadata_of(real), metadata_schema=schema, create=False, files=real.files
         )
     stage.staged_from = stage.latest_snapshot().snapshot_id
+    stage.option_defaults = dict(real.option_defaults)  # the profile's, as for the real
     stage.commit_log = []
     log.info(
         "staged the catalog at snapshot %s in %.2fs (%s)",

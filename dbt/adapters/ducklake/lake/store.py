@@ -82,6 +82,9 @@ class Store:
         self.version = version
         # how the data path's files are reached (local disk, S3)
         self.files = FileIO()
+        # options this writer takes when the catalog sets none at any scope (profile
+        # fields such as write_deletion_vectors)
+        self.option_defaults: dict[str, str] = {}
         self._existing_tables: set[str] = set()
         # a staging copy of another catalog (write-audit-publish, publish.py): the real
         # catalog's snapshot it was copied at, and every plan committed here, in order
@@ -99,12 +102,15 @@ class Store:
         create: bool = True,
         files: FileIO | None = None,
         override_data_path: bool = False,
+        encrypted: bool = False,
     ) -> Self:
         """Open the lake at `metadata`, creating it (snapshot 0) when it does not exist.
 
         A `data_path` other than the one the lake stores is refused unless
         `override_data_path` (DuckDB's OVERRIDE_DATA_PATH): files written under it would
-        be recorded relative to a folder they are not in, and nobody could read them."""
+        be recorded relative to a folder they are not in, and nobody could read them.
+        `encrypted` (DuckDB's ENCRYPTED) creates an encrypted lake, and refuses an
+        existing lake that is not: its files cannot be encrypted afterwards."""
         location = parse_metadata(metadata)
         if metadata_schema and location.backend == "sqlite" and metadata_schema != "main":
             raise MetadataConfigError(
@@ -127,15 +133,22 @@ class Store:
                 )
             new_path = normalize_data_path(data_path)
             _refuse_a_file(new_path, location.describe())
-            lake._create(new_path)
+            lake._create(new_path, encrypted)
         if location.backend == "sqlite":
             # only once the file is known to be a lake: a user's other database is
             # never switched to WAL by a wrong `metadata`
             ensure_wal(engine)
         lake._load_metadata(data_path, override_data_path)
+        if encrypted and (lake.option("encrypted") or "false").lower() != "true":
+            raise MetadataConfigError(
+                f"encrypted: true, but the lake in {location.describe()} was created "
+                "unencrypted, and its files cannot be encrypted afterwards (DuckDB's "
+                "ATTACH ... (ENCRYPTED) refuses it too): remove `encrypted` from the "
+                "profile, or create a new lake with it"
+            )
         return lake
 
-    def _create(self, data_path: str) -> None:
+    def _create(self, data_path: str, encrypted: bool = False) -> None:
         now = datetime.now(UTC)
         with self.write_connection() as conn:
             if self.has_table("ducklake_metadata", conn, refresh=True):
@@ -149,7 +162,7 @@ class Store:
                     {"k": "version", "v": ddl.FORMAT_VERSION},
                     {"k": "created_by", "v": CREATED_BY},
                     {"k": "data_path", "v": data_path},
-                    {"k": "encrypted", "v": "false"},
+                    {"k": "encrypted", "v": "true" if encrypted else "false"},
                 ],
             )
             conn.execute(

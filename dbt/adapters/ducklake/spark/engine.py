@@ -79,6 +79,7 @@ def write_options(lake: Lake, table: StagedTable) -> WriteOptions:
     rows = lake.options()  # one catalog query for the four options
 
     def opt(key: str, default: str | None = None) -> str | None:
+        default = lake.option_defaults.get(key, default)  # the profile's, else ours
         return resolve_option(
             rows, key, schema_id=table.schema.schema_id, table_id=table.table_id, default=default
         )
