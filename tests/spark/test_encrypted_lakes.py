@@ -143,6 +143,13 @@ def _keys_and_layout(con: duckdb.DuckDBPyConnection, data_path: str) -> None:
             assert sealed == (fmt != "puffin"), (name, data[:4], data[-4:])
 
 
+# CI writes on SQLite (every file's key is checked there too); PostgreSQL's catalog rows
+# are the same code and run under `./dev test --full`
+@pytest.mark.parametrize(
+    "catalog",
+    ["sqlite", pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.full])],
+    indirect=True,
+)
 def test_writes_into_an_encrypted_lake_read_identically_in_duckdb(
     spark, catalog: Catalog, tmp_path: Path
 ) -> None:
