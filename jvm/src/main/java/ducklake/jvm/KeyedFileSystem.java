@@ -44,6 +44,9 @@ public class KeyedFileSystem extends FilterFileSystem {
       throw new IOException(DELEGATE + " must name the file system " + name + " is read with");
     }
     this.fs = (FileSystem) ReflectionUtils.newInstance(delegate, conf);
+    // newInstance sets the configuration, so FilterFileSystem would skip this, and S3A
+    // has no URI until it is initialized
+    this.fs.initialize(name, conf);
     super.initialize(name, conf);
   }
 
