@@ -16,7 +16,8 @@ import duckdb_extension_httpfs
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.lake import Lake, UnsupportedFeatureError
+from dbt.adapters.ducklake.spark import encrypted
 from dbt.adapters.ducklake.spark.encrypted import key_id
 from dbt.adapters.ducklake.spark.errors import spark_error_text
 from dbt.adapters.ducklake.spark.scan import scan_table
@@ -218,3 +219,36 @@ def test_writes_into_an_encrypted_lake_read_identically_in_duckdb(
     _keys_and_layout(con, catalog.data_path)
     assert_same_in_duckdb(spark, catalog.metadata, con, "t", tmp_path / "after")
     con.close()
+
+
+def test_without_the_jvm_classes_nothing_is_read_or_written(
+    spark, sqlite_catalog: Catalog, monkeypatch
+) -> None:
+    """A session without the adapter's JVM classes (no Maven at setup) refuses every
+    read and write of an encrypted lake's files, naming the table, before anything is
+    written: the snapshot and the files stay as they were."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path, encrypted=True)
+    with lake.transaction() as tx:
+        tx.set_option("data_inlining_row_limit", "0")
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE main.t AS SELECT id FROM range(100)")
+    latest = lake.latest_snapshot().snapshot_id
+    files = sorted(Path(sqlite_catalog.data_path).rglob("*"))
+    monkeypatch.setitem(encrypted._checked, id(spark), False)
+    for statement in (
+        "CREATE TABLE main.c AS SELECT id FROM range(10)",
+        "INSERT INTO main.t SELECT id FROM range(100, 110)",
+        "DELETE FROM main.t WHERE id < 50",
+        "SELECT count(*) FROM main.t",
+    ):
+        with pytest.raises(
+            UnsupportedFeatureError,
+            match=r"table main\.[ct] (is encrypted|has encrypted files).*: (writing its files|"
+            r"reading them) needs the adapter's JVM classes.*Nothing was read or written",
+        ):
+            result = sql.execute(statement)
+            if result is not None:
+                result.collect()
+    assert lake.latest_snapshot().snapshot_id == latest
+    assert sorted(Path(sqlite_catalog.data_path).rglob("*")) == files
+    lake.close()

@@ -213,7 +213,7 @@ def stage_deletes(
     """
     assert table.table_id is not None
     options = write_options(lake, table)
-    held = held_files(lake.files) if options.encrypted else None
+    held = held_files(spark, options, table.qualified_name)
     task = StageDeletesTask(
         {f.data_file_id: _facts(f, table, held or lake.files, options) for f in scanned},
         inlining_limit(lake, table),

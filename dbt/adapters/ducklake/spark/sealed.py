@@ -104,8 +104,14 @@ class HeldFiles(FileIO):
         return held
 
 
-def held_files(files: FileIO) -> HeldFiles:
-    return HeldFiles(s3=files.s3)
+def held_files(spark: SparkSession, options: WriteOptions, table: str) -> HeldFiles | None:
+    """Where a write into `table` holds its Parquet files for sealing: None when the
+    lake is not encrypted; refused (naming the table) before anything is written when
+    this session cannot seal."""
+    if not options.encrypted:
+        return None
+    require_engine_classes(spark, f"table {table} is encrypted", "writing its files")
+    return HeldFiles(s3=options.files.s3)
 
 
 class HandOn:
@@ -241,7 +247,7 @@ def write_delete_here(
     """A delete file written on the driver (a flush), with its own snapshot per
     position: sealed in an encrypted lake, where an old encrypted delete file is
     decrypted by the driver's JVM to be merged."""
-    files = held_files(options.files) if options.encrypted else options.files
+    files = held_files(spark, options, table.qualified_name) or options.files
     target = DeleteTarget(
         table.root,
         files,

@@ -131,9 +131,9 @@ def _write_in_tasks(
 ) -> list[Any]:
     """Run `task` over `data`: one small result row per file written; in an encrypted
     lake, files are held in memory and sealed before they are stored (sealed.py)."""
-    if not options.encrypted:
+    held = held_files(data.sparkSession, options, table.qualified_name)
+    if held is None:
         return data.mapInArrow(task, _RESULT_SCHEMA).collect()
-    held = held_files(options.files)
     task.options = replace(options, files=held)
     handed_on = data.mapInArrow(HandOn(task, held, options.root), f"{_RESULT_SCHEMA}, {HANDED_ON}")
     return sealed_rows(handed_on, _RESULT_SCHEMA, options.files, table.qualified_name)
