@@ -39,6 +39,11 @@ SEAL_UDF = "ducklake_seal"
 _SEAL_CLASS = "ducklake.jvm.SealUdf"
 # what `HandOn` adds to a task's result rows, as Spark's mapInArrow takes a schema
 HANDED_ON = "sealed_path string, sealed binary, encryption_key string"
+_HANDED_ON_FIELDS = (
+    ("sealed_path", pa.string()),
+    ("sealed", pa.binary()),
+    ("encryption_key", pa.string()),
+)
 _KEY_BYTES = 16  # AES-128, as DuckDB's keys
 
 
@@ -127,9 +132,8 @@ class HandOn:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for out in self.task(batches):
             schema = out.schema
-            for name, kind in (("sealed_path", pa.string()), ("sealed", pa.binary())):
+            for name, kind in _HANDED_ON_FIELDS:
                 schema = schema.append(pa.field(name, kind))
-            schema = schema.append(pa.field("encryption_key", pa.string()))
             for row in out.to_pylist():
                 yield pa.RecordBatch.from_pylist([self.hand_on(row)], schema=schema)
 
