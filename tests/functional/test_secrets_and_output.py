@@ -150,6 +150,12 @@ def test_no_secret_in_any_output_or_file(pg_catalog: Catalog, tmp_path: Path) ->
         assert "could not open the lake" in debug.stdout and "***" in debug.stdout, debug.stdout
         outputs[f"debug {target}"] = debug.stdout + debug.stderr
 
+    # metadata-only work reads the catalog and starts no Spark (no application logged)
+    history = _dbt(root, "run-operation", "ducklake_snapshots")
+    assert history.returncode == 0, history.stdout + history.stderr
+    assert list((root / "events").iterdir()) == []
+    outputs["run-operation"] = history.stdout + history.stderr
+
     # a run with one failing model
     run = _dbt(root, "run")
     outputs["run"] = run.stdout + run.stderr

@@ -23,7 +23,7 @@ from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import VariantVal
 
 from .__version__ import version as adapter_version
@@ -139,19 +139,38 @@ class LakeHandle:
             ).lower()
         # a lake created elsewhere (DuckDB) may store a relative data path
         credentials.require_shared(lake.data_path, "the lake's stored data_path")
-        config = credentials.session_config(lake.data_path)
-        self.spark = get_session(replace(config, console_log=_spark_console_log()))
-        if uses_s3(lake.data_path):
-            apply_s3(self.spark, lake.files.s3)
-        self.home = LakeSQL(
-            self.spark,
-            lake,
-            default_schema=credentials.schema,
-            catalog_name=credentials.database,
-            commit=CommitInfo(author=credentials.author),
-        )
+        self._lake = lake
+        self._spark: SparkSession | None = None
+        self._home: LakeSQL | None = None
+        self._starting = threading.Lock()
         self.node: StagedNode | None = None  # a node building into a staging copy
         self.shown: set[tuple[str, str]] = set()  # (model, notice) already in the output
+
+    @property
+    def spark(self) -> SparkSession:
+        """The SparkSession, started by the first statement that needs it: metadata-only
+        work (run-operation ducklake_snapshots, listing relations) never waits for a JVM."""
+        with self._starting:
+            if self._spark is None:
+                config = self.credentials.session_config(self._lake.data_path)
+                spark = get_session(replace(config, console_log=_spark_console_log()))
+                if uses_s3(self._lake.data_path):
+                    apply_s3(spark, self._lake.files.s3)
+                self._spark = spark
+            return self._spark
+
+    @property
+    def home(self) -> LakeSQL:
+        """Statements on the lake itself (not a node's staging copy)."""
+        if self._home is None:
+            self._home = LakeSQL(
+                self.spark,
+                self._lake,
+                default_schema=self.credentials.schema,
+                catalog_name=self.credentials.database,
+                commit=CommitInfo(author=self.credentials.author),
+            )
+        return self._home
 
     @property
     def sql(self) -> LakeSQL:
@@ -160,14 +179,14 @@ class LakeHandle:
 
     @property
     def lake(self) -> Lake:
-        return self.sql.lake
+        return self.node.sql.lake if self.node is not None else self._lake
 
     def stage_node(self) -> bool:
         """The node about to build has post-hooks inside its transaction: its statements
         commit into a staging copy until dbt's commit (`staged_node`). Not under
         `publish: atomic`, where the whole build is staged already."""
         self.discard_node()
-        if self.home.lake.staged_from is not None:
+        if self._lake.staged_from is not None:
             return False
         self.node = StagedNode(self.home)
         return True
@@ -226,19 +245,22 @@ class LakeHandle:
         start: a cancel that lands while the driver plans (between jobs) would
         otherwise miss the write that follows. Later statements are refused."""
         self.cancelled.set()
-        cancel_jobs(self.spark, self.job_group)
+        spark = self._spark
+        if spark is not None:  # no session: no job to stop
+            cancel_jobs(spark, self.job_group)
 
         def keep_cancelling() -> None:
             deadline = time.monotonic() + _CANCEL_WINDOW_S
             while self.busy.is_set() and time.monotonic() < deadline:
                 time.sleep(0.2)
-                cancel_jobs(self.spark, self.job_group)
+                if self._spark is not None:
+                    cancel_jobs(self._spark, self.job_group)
 
         threading.Thread(target=keep_cancelling, name="ducklake-cancel", daemon=True).start()
         self.rollback()
 
     def rollback(self) -> None:
-        if self.sql.in_transaction:
+        if (self.node is not None or self._home is not None) and self.sql.in_transaction:
             self.sql.execute("ROLLBACK")
         self.discard_node()
 

@@ -222,17 +222,18 @@ def stage_deletes(
         check_repeats=on_repeat is not None,
     )
     lineage = victims.select(F.col(FILE_ID_COL).alias("fid"), F.col(POS_COL).alias("pos"), "rowid")
+    run: Callable[..., Any] = task
     if held is not None:  # an encrypted lake: delete files are sealed (sealed.py)
         lineage = with_old_deletes(spark, lineage, scanned)
-        task = HandOn(task, held, table.root)  # type: ignore[assignment]
+        run = HandOn(task, held, table.root)
     if few or not scanned:
-        outcomes = _on_driver(task, lineage)
+        outcomes = _on_driver(run, lineage)
         if held is not None:
             outcomes = seal_here(spark, [r.asDict() for r in outcomes], lake.files, table)
     else:
         staged = lineage.repartition(F.col("fid")).sortWithinPartitions("fid", "pos")
         if held is not None:
-            handed_on = staged.mapInArrow(task, f"{RESULT_SCHEMA}, {HANDED_ON}")
+            handed_on = staged.mapInArrow(run, f"{RESULT_SCHEMA}, {HANDED_ON}")
             outcomes = sealed_rows(handed_on, RESULT_SCHEMA, lake.files, table.qualified_name)
         else:
             outcomes = staged.mapInArrow(task, RESULT_SCHEMA).collect()  # a row per file
