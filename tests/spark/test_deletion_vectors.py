@@ -18,8 +18,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark import kept_rows
 from dbt.adapters.ducklake.spark.changes import table_changes
-from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.scan import ANTI_JOIN, IN_SCAN_JVM, ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
@@ -72,6 +73,9 @@ def test_duckdb_vectors_read_identically_at_every_snapshot(spark, catalog: Catal
     _build_with_vectors(con)
     formats = {f for f, _ in _vector_files(con)}
     assert formats == {"puffin"}, formats
+    metrics = ScanMetrics()
+    scan_table(spark, Lake.open(catalog.metadata), "main", "t", metrics=metrics)
+    assert metrics.deletes_applied == [IN_SCAN_JVM]  # decoded in the scan's own tasks
     assert _assert_same_everywhere(spark, catalog, con) > 0
     # DuckDB's quirk, read the same here: each later vector of a file removed the earlier
     # one's catalog row, so the three DELETEs' snapshots (3-5) read all 1,500 rows and
@@ -82,6 +86,22 @@ def test_duckdb_vectors_read_identically_at_every_snapshot(spark, catalog: Catal
     # the change feed of each snapshot, DuckDB's quirk included: a second vector of a file
     # replaces the first's catalog row, so the later snapshot reports both deletes
     _assert_same_feed(spark, catalog, con)
+    con.close()
+
+
+def test_duckdb_vectors_read_identically_without_the_jvm_filter(
+    spark, sqlite_catalog: Catalog, monkeypatch
+) -> None:
+    """Where the adapter's JVM classes cannot run (Spark Connect, no jar), deletes are
+    an anti-join on positions the Python tasks decode: the same rows at every snapshot,
+    partial delete files and cumulative vectors included."""
+    monkeypatch.setattr(kept_rows, "IN_SCAN", False)
+    con = _duckdb(sqlite_catalog)
+    _build_with_vectors(con)
+    metrics = ScanMetrics()
+    scan_table(spark, Lake.open(sqlite_catalog.metadata), "main", "t", metrics=metrics)
+    assert metrics.deletes_applied == [ANTI_JOIN]
+    assert _assert_same_everywhere(spark, sqlite_catalog, con) > 0
     con.close()
 
 
@@ -187,7 +207,11 @@ def test_writes_on_top_of_vectors_read_identically_in_duckdb(spark, catalog: Cat
     con.close()
 
 
-def test_a_corrupt_vector_fails_naming_the_file(spark, sqlite_catalog: Catalog) -> None:
+@pytest.mark.parametrize("in_scan", [True, False], ids=["jvm-filter", "anti-join"])
+def test_a_corrupt_vector_fails_naming_the_file(
+    spark, sqlite_catalog: Catalog, in_scan: bool, monkeypatch
+) -> None:
+    monkeypatch.setattr(kept_rows, "IN_SCAN", in_scan)
     con = _duckdb(sqlite_catalog)
     _build_with_vectors(con)
     path = con.execute(

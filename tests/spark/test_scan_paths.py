@@ -11,9 +11,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
-from dbt.adapters.ducklake.spark import scan_deletes, scan_files
+from dbt.adapters.ducklake.spark import kept_rows, scan_deletes, scan_files
 from dbt.adapters.ducklake.spark.engine import create_table_as
-from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.scan import ANTI_JOIN, IN_SCAN_JVM, ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.scan_files import spark_uri
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
@@ -76,7 +76,7 @@ def test_deletes_and_lineage_through_encoded_and_fallback_paths(
     assert len(ours) == 40 - 10 - 1
 
 
-def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog) -> None:
+def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog, monkeypatch) -> None:
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql("SELECT id, id % 7 AS n FROM range(1000)").repartition(4)
     create_table_as(lake, "main", "t", df)
@@ -90,23 +90,37 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog) -> None
     assert "file_size" in lineage_plan and "Join" not in lineage_plan, lineage_plan
     ids = sorted(r.rowid for r in lineage.collect())
     assert ids == list(range(1000))
-    # deletes in one file: only that file is matched per row; the rest stay plain
+    # deletes in one file: only that file is filtered, inside its own scan (no join,
+    # no job reading the deletes); the rest stay plain
     LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id = 5")
-    after = scan_table(spark, lake, "main", "t")
+    metrics = ScanMetrics()
+    after = scan_table(spark, lake, "main", "t", metrics=metrics)
     assert after.count() == 999 and after.where("id = 5").count() == 0
     scan_plan = after._jdf.queryExecution().executedPlan().toString()
+    assert "Union" in scan_plan and "ducklake_kept" in scan_plan, scan_plan
+    assert "Join" not in scan_plan, scan_plan
+    assert metrics.deletes_applied == [IN_SCAN_JVM]
+    # without the JVM filter (Spark Connect, no jar): that file is matched per row
+    monkeypatch.setattr(kept_rows, "IN_SCAN", False)
+    metrics = ScanMetrics()
+    fallback = scan_table(spark, lake, "main", "t", metrics=metrics)
+    assert fallback.count() == 999 and fallback.where("id = 5").count() == 0
+    scan_plan = fallback._jdf.queryExecution().executedPlan().toString()
     assert "Union" in scan_plan and "Join" in scan_plan, scan_plan
+    assert metrics.deletes_applied == [ANTI_JOIN]
 
 
-@pytest.mark.parametrize("masks", [True, False])
+@pytest.mark.parametrize("how", ["masks", "anti-join", "jvm"])
 def test_deletes_on_both_sides_of_every_64_row_run(
-    spark, sqlite_catalog: Catalog, masks: bool, monkeypatch
+    spark, sqlite_catalog: Catalog, how: str, monkeypatch
 ) -> None:
-    """Many deleted rows become one 64-bit mask per run of 64 row numbers, few an
-    anti-join on row numbers: positions at the edges of runs, in files whose lengths
-    are not multiples of 64, with a delete file and inlined deletes together, read as
-    DuckDB reads them either way."""
+    """The JVM filter tests one bit per row; without it, many deleted rows become one
+    64-bit mask per run of 64 row numbers, few an anti-join on row numbers: positions at
+    the edges of runs and words, in files whose lengths are not multiples of 64, with a
+    delete file and inlined deletes together, read as DuckDB reads them every way."""
+    masks = how == "masks"
     monkeypatch.setattr(scan_deletes, "FEW_DELETES", 0 if masks else 1 << 17)
+    monkeypatch.setattr(kept_rows, "IN_SCAN", how == "jvm")
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     df = spark.sql("SELECT id, id * 3 AS v FROM range(1000)").repartitionByRange(3, "id")
     create_table_as(lake, "main", "t", df)
@@ -116,6 +130,7 @@ def test_deletes_on_both_sides_of_every_64_row_run(
     scanned = scan_table(spark, lake, "main", "t")
     plan = scanned._jdf.queryExecution().executedPlan().toString()
     assert ("bit_or" in plan) == masks, plan
+    assert ("ducklake_kept" in plan) == (how == "jvm"), plan
     ours = sorted(tuple(r) for r in scanned.collect())
     con = duck.connect()
     duck.attach(con, sqlite_catalog.duckdb_attach)

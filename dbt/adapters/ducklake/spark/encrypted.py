@@ -90,6 +90,24 @@ def keyed_read_options(spark: SparkSession, keys: Mapping[str, str]) -> dict[str
 _checked: dict[int, bool] = {}
 
 
+def has_engine_classes(spark: SparkSession) -> bool:
+    """Whether this session's JVM has the adapter's classes (never through Spark
+    Connect, whose server's class path is not visible from here)."""
+    jvm = getattr(getattr(spark, "_sc", None), "_jvm", None)
+    if jvm is None:
+        return False
+    ok = _checked.get(id(spark))
+    if ok is None:
+        try:
+            loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+            jvm.java.lang.Class.forName(KEYED_FS, False, loader)
+            ok = True
+        except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
+            ok = False
+        _checked[id(spark)] = ok
+    return ok
+
+
 def require_engine_classes(spark: SparkSession, what: str, doing: str = "reading them") -> None:
     """Refuse `what` (reading or writing an encrypted lake's files: `doing`) unless this
     session has the adapter's JVM classes."""
@@ -101,16 +119,7 @@ def require_engine_classes(spark: SparkSession, what: str, doing: str = "reading
             "Spark Connect is not supported yet; use spark_master (local or a cluster), "
             "whose driver and executors get the adapter's JVM classes. Nothing was read or written"
         )
-    ok = _checked.get(id(spark))
-    if ok is None:
-        try:
-            loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-            jvm.java.lang.Class.forName(KEYED_FS, False, loader)
-            ok = True
-        except Exception:  # py4j reports ClassNotFoundException as a Py4JJavaError
-            ok = False
-        _checked[id(spark)] = ok
-    if not ok:
+    if not has_engine_classes(spark):
         raise UnsupportedFeatureError(
             f"{what} (an encrypted lake): {doing} needs the "
             f"adapter's JVM classes ({ENGINE_JAR.name}, built from jvm/ by `./dev setup` with "

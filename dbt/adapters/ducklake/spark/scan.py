@@ -34,6 +34,7 @@ from ..lake import (
 from .collect import collect_rows
 from .defaults import Default, apply_defaults, column_defaults
 from .encrypted import file_keys, require_decryption
+from .kept_rows import kept_filter
 from .local_rows import local_frame
 from .prune import Predicate, may_match
 from .read_values import inlined_frame, logical_column, say_what_changes
@@ -70,6 +71,8 @@ class ScanMetrics:
     rows_read: int = 0  # rows of the data files read (before deletes) plus inlined rows
     pruned_by: list[str] = field(default_factory=list)
     files: list[DataFile] = field(default_factory=list)  # the data files the scan reads
+    # how deleted rows were dropped: IN_SCAN_JVM and/or ANTI_JOIN (the Python fallback)
+    deletes_applied: list[str] = field(default_factory=list)
 
 
 # Characters Hadoop's Path keeps as they are in the URI Spark reports as
@@ -156,7 +159,16 @@ def _plan(
     if kept:
         parts.append(
             read_files(
-                spark, cat, columns, kept, file_stats, inlined_deletes, snap, lineage, positions
+                spark,
+                cat,
+                columns,
+                kept,
+                file_stats,
+                inlined_deletes,
+                snap,
+                lineage,
+                positions,
+                metrics,
             )
         )
     if inlined:
@@ -246,22 +258,34 @@ def read_files(
     snap: int | None,
     lineage: bool,
     positions: bool = False,
+    metrics: ScanMetrics | None = None,
 ) -> DataFrame:
     """Rows of `files` as of snapshot `snap`, or every row they ever held when None.
 
     Files that need nothing per row (no deletes, no rows of later snapshots, no missing
     defaults, field ids present) are read as a plain Parquet scan when the caller asks
-    for no per-file columns; only the others are matched to their file.
+    for no per-file columns, and so are those needing only their deletes where the JVM
+    filter applies them (`kept_rows`); only the others are matched to their file.
     """
     defaults = column_defaults(columns)
     plain: list[DataFile] = []
+    deleting: list[DataFile] = []
     if not (lineage or positions):
-        plain, files = _split_plain(files, file_stats, defaults, inlined_deletes, snap)
+        plain, deleting, files = _split_plain(files, file_stats, defaults, inlined_deletes, snap)
     parts: list[DataFrame] = []
+    plain_schema = spark_schema(list(columns), reading=True)
     if plain:
-        plain_schema = spark_schema(list(columns), reading=True)
         raw = read_parquet(spark, plain_schema, [f.path for f in plain], file_keys(plain))
         parts.append(raw.select(*[logical_column(c) for c in columns]))
+    kept = kept_filter(spark, deleting, inlined_deletes, snap) if snap is not None else None
+    if kept is not None:
+        # files whose rows need only their deletes: a plain scan filtered in place
+        raw = read_parquet(spark, plain_schema, [f.path for f in deleting], file_keys(deleting))
+        raw = raw.where(kept(F.col("_metadata.file_size"), F.col("_metadata.row_index")))
+        parts.append(raw.select(*[logical_column(c) for c in columns]))
+        _say_deletes(metrics, IN_SCAN_JVM)
+    else:
+        files = [*deleting, *files]
     if files:
         parts.append(
             _read_per_file(
@@ -275,6 +299,7 @@ def read_files(
                 snap,
                 lineage,
                 positions,
+                metrics,
             )
         )
     result = parts[0]
@@ -289,27 +314,28 @@ def _split_plain(
     defaults: Mapping[int, Default],
     inlined_deletes: Sequence[Any],
     snap: int | None,
-) -> tuple[list[DataFile], list[DataFile]]:
-    """(files readable as they are, files needing per-row work)."""
+) -> tuple[list[DataFile], list[DataFile], list[DataFile]]:
+    """(files readable as they are, files needing only their deletes dropped, files
+    needing other per-row work)."""
     with_inlined_deletes = {d.data_file_id for d in inlined_deletes}
     plain: list[DataFile] = []
+    deleting: list[DataFile] = []
     other: list[DataFile] = []
     for f in files:
         stats = file_stats.get(f.data_file_id) or {}
-        needs = (
+        if (
             f.mapping_id is not None
             or (bool(stats) and any(cid not in stats for cid in defaults))
-            or (
-                snap is not None
-                and (
-                    f.delete_file is not None
-                    or f.data_file_id in with_inlined_deletes
-                    or (f.partial_max is not None and f.partial_max > snap)
-                )
-            )
-        )
-        (other if needs else plain).append(f)
-    return plain, other
+            or (snap is not None and f.partial_max is not None and f.partial_max > snap)
+        ):
+            other.append(f)
+        elif snap is not None and (
+            f.delete_file is not None or f.data_file_id in with_inlined_deletes
+        ):
+            deleting.append(f)
+        else:
+            plain.append(f)
+    return plain, deleting, other
 
 
 def _read_per_file(
@@ -323,6 +349,7 @@ def _read_per_file(
     snap: int | None,
     lineage: bool,
     positions: bool,
+    metrics: ScanMetrics | None,
 ) -> DataFrame:
     read_schema = spark_schema(list(columns), reading=True)
     read_schema = read_schema.add(
@@ -343,6 +370,12 @@ def _read_per_file(
         "__ducklake_off": [offsets[f.data_file_id] for f in files],
     }
     raw = _read_raw(spark, cat, columns, files, read_schema, match)
+    kept = None
+    if snap is not None and match.key_type == "bigint":  # rows carry their file's size
+        kept = kept_filter(spark, files, inlined_deletes, snap)
+    if kept is not None:
+        raw = raw.where(kept(F.col("__ducklake_path"), F.col(POS_KEY)))
+        _say_deletes(metrics, IN_SCAN_JVM)
     data = match.attach(spark, raw, "__ducklake_path", file_info)
     if defaults:
         data = apply_defaults(data, files, file_stats, defaults)
@@ -352,11 +385,24 @@ def _read_per_file(
             # a partial file holds rows of several snapshots; keep those visible at `snap`
             visible = F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap))
             data = data.where(visible)
-        deletes = deleted_rows(spark, files, inlined_deletes, snap, offsets)
+        if kept is None:
+            deletes = deleted_rows(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
         deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
         data = drop_deleted(data, deletes, masks=use_masks(deleted + len(inlined_deletes)))
+        _say_deletes(metrics, ANTI_JOIN)
     return data.select(*_output_columns(columns, lineage, positions))
+
+
+IN_SCAN_JVM = "in the scan (JVM filter)"
+ANTI_JOIN = "anti-join"
+
+
+def _say_deletes(metrics: ScanMetrics | None, how: str) -> None:
+    """Record (and log at debug) how this scan drops deleted rows."""
+    if metrics is not None and how not in metrics.deletes_applied:
+        metrics.deletes_applied.append(how)
+    log.debug("scan: deleted rows dropped %s", how)
 
 
 def _read_raw(

@@ -1,0 +1,78 @@
+"""Deletes applied inside the scan: the adapter's JVM filter `KeptRowsUdf` (jvm/).
+
+Each task loads the deletes of the data files it reads (delete files, deletion vectors,
+inlined deletes) when it meets a file's first row, and tests one bit per row. Unlike the
+anti-join of `scan_deletes`, no job reads the deletes first and no position of a file
+without deletes is materialised. Files are told apart by `_metadata.file_size`, so the
+filter is only offered when the catalog's sizes of the scanned files are all different;
+and only where the session has the adapter's classes (not through Spark Connect). Else
+the caller falls back to the anti-join.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from ..lake import DataFile
+from .encrypted import has_engine_classes
+
+IN_SCAN = True  # tests turn it off to run the anti-join fallback
+
+KeptFilter = Callable[[SparkColumn, SparkColumn], SparkColumn]
+
+_registered: dict[int, set[str]] = {}
+
+
+def kept_filter(
+    spark: SparkSession,
+    files: Sequence[DataFile],
+    inlined_deletes: Sequence[Any],
+    snap: int,
+) -> KeptFilter | None:
+    """A filter of (file size, row position) that keeps the rows of `files` not deleted
+    as of `snap`, or None when it cannot run here or there is nothing to delete."""
+    if not IN_SCAN or not files:
+        return None
+    sizes = [f.file_size_bytes for f in files]
+    if not all(sizes) or len(set(sizes)) != len(sizes) or not has_engine_classes(spark):
+        return None
+    inlined: dict[int, list[str]] = {}
+    for d in inlined_deletes:
+        if d.begin_snapshot <= snap:
+            inlined.setdefault(d.data_file_id, []).append(str(d.position))
+    lines, deleting = [], False
+    for f in files:
+        d = f.delete_file
+        positions = ",".join(inlined.get(f.data_file_id, ()))
+        deleting = deleting or d is not None or bool(positions)
+        fields = [str(f.file_size_bytes), "", "", "0", "", positions]
+        if d is not None:
+            if "\t" in d.path or "\n" in d.path:
+                return None
+            fields[1:4] = [d.path, d.format or "parquet", str(d.begin_snapshot)]
+            fields[4] = d.encryption_key or ""
+        lines.append("\t".join(fields))
+    if not deleting:
+        return None
+    name = _register(spark, "\n".join(lines), snap)
+    return lambda size, position: F.call_udf(name, size, position)
+
+
+def _register(spark: SparkSession, spec: str, snap: int) -> str:
+    """The session's name for a KeptRowsUdf of this spec (registered once per spec)."""
+    digest = hashlib.sha256(f"{snap}\n{spec}".encode()).hexdigest()[:20]
+    name = f"ducklake_kept_{digest}"
+    done = _registered.setdefault(id(spark), set())
+    if name not in done:
+        jspark: Any = spark._jsparkSession
+        jvm: Any = spark._sc._jvm
+        udf = jvm.ducklake.jvm.KeptRowsUdf(spec, snap, jspark.sessionState().newHadoopConf())
+        jspark.udf().register(name, udf, jvm.org.apache.spark.sql.types.DataTypes.BooleanType)
+        done.add(name)
+    return name
