@@ -34,6 +34,7 @@ public final class KeptRowsUdf implements UDF2<Long, Long, Boolean> {
   private static final long CACHE_WORDS = 8L << 20; // 64 MiB of bitsets per executor
   private static final Map<String, long[]> LOADED = new LinkedHashMap<>(16, 0.75f, true);
   private static long cachedWords;
+  private static final Map<Map<String, String>, Configuration> CONFS = new HashMap<>();
 
   private final long snapshot;
   private final HashMap<Long, String[]> files = new HashMap<>();
@@ -154,8 +155,21 @@ public final class KeptRowsUdf implements UDF2<Long, Long, Boolean> {
   }
 
   private byte[] read(String path) throws IOException {
-    Configuration conf = new Configuration();
-    fileSystemConf.forEach(conf::set);
+    if (!path.contains(":")) { // a local path: no Hadoop file system needed
+      return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(path));
+    }
+    Configuration conf;
+    synchronized (CONFS) { // a Configuration parses its XML defaults: once per settings
+      conf = CONFS.get(fileSystemConf);
+      if (conf == null) {
+        conf = new Configuration();
+        fileSystemConf.forEach(conf::set);
+        if (CONFS.size() > 16) {
+          CONFS.clear();
+        }
+        CONFS.put(fileSystemConf, conf);
+      }
+    }
     Path p = new Path(path);
     FileSystem fs = p.getFileSystem(conf);
     long length = fs.getFileStatus(p).getLen();
