@@ -112,6 +112,8 @@ def test_two_projects_run_at_once_on_one_lake(pg_catalog: Catalog, tmp_path: Pat
         for name, run in runs.items():
             assert run.returncode == 0, outputs[name]
             assert "PASS=10 WARN=0 ERROR=0 SKIP=0" in outputs[name], outputs[name]
+            # Spark's own warehouse goes to a throwaway folder, not the project
+            assert not (projects[name] / "spark-warehouse").exists(), name
 
         duck.attach(con, pg_catalog.duckdb_attach)  # a fresh attach sees the latest snapshot
         for name, tag in PROJECTS.items():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import os
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +110,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
         if not config.remote:
             settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
+            settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
             builder = builder.remote(config.remote)
@@ -135,6 +139,24 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         _session, _session_config = session, config
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
+
+
+WAREHOUSE_KEY = "spark.sql.warehouse.dir"
+
+
+def _throwaway_warehouse() -> str:
+    """A folder for Spark's own warehouse, which DuckLake never uses: Spark's default,
+    `spark-warehouse/` in the working directory, would be left (empty) in every dbt
+    project. Removed at exit if still empty."""
+    path = tempfile.mkdtemp(prefix="dbt-ducklake-spark-warehouse-")
+    atexit.register(_remove_if_empty, path)
+    return path
+
+
+def _remove_if_empty(path: str) -> None:
+    for inner in (os.path.join(path, "default"), path):  # hold no user data: rmdir only
+        with contextlib.suppress(OSError):
+            os.rmdir(inner)
 
 
 def executors_python(config: SessionConfig, environment: str | None) -> str | None:
