@@ -13,13 +13,17 @@ from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.lake.models import Column
 from dbt.adapters.ducklake.spark.engine import create_table_as, insert_into
 from dbt.adapters.ducklake.spark.merge import (
+    Aliases,
     MergeError,
     When,
     _costly,
+    _parsed,
     _target_columns_used,
+    equal_keys,
     merge_into,
 )
 from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog
@@ -59,7 +63,7 @@ DUCK_CASES = [
 ]
 
 
-def _twins(spark, catalog: Catalog, tmp_path):  # type: ignore[no-untyped-def]
+def _twins(spark, catalog: Catalog, tmp_path):
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach, alias="ours")
@@ -128,7 +132,7 @@ def test_multi_action_merge_matches_an_oracle(
         _multi_action_merge_matches_an_oracle(spark, sqlite_catalog, tmp_path)
 
 
-def _multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _multi_action_merge_matches_an_oracle(spark, sqlite_catalog: Catalog, tmp_path) -> None:
     lake, con = _twins(spark, sqlite_catalog, tmp_path)
     sql = SOURCE.replace("{lo}", "60").replace("{hi}", "130")
     before = _spark_rows(scan_table(spark, lake, "main", "t"))
@@ -188,6 +192,62 @@ def test_the_target_scan_reads_only_the_columns_the_merge_uses() -> None:
     ]
     assert _target_columns_used("t.id = src.id", by_source, columns, "src") == ["id"]
     assert _target_columns_used("t.id = src.id", by_source, columns, "s") == ["id", "v", "n"]
+
+
+def test_merge_keys_are_read_from_the_parsed_on_condition() -> None:
+    """Key pairs are the `t.a = s.b` conjuncts of the whole ON tree: extra conditions,
+    literals holding `or` and parenthesised ORs keep them; a top-level OR, `<=>` and
+    struct fields give none."""
+    ts = Aliases("t", "s")
+    cases = {
+        "t.id = s.id": [("id", "id")],
+        "s.k = t.id AND t.v <> 'a or b' AND (t.n > 0 OR t.n < -5)": [("id", "k")],
+        "((t.a = s.a)) and T.b = S.b": [("a", "a"), ("b", "b")],
+        "t.id = s.id OR t.id = s.id + 1": [],
+        "t.id <=> s.id": [],
+        "t.addr.zip = s.zip": [],
+        "t.id = s.id + 1 AND t.id = 3": [],
+    }
+    for on, pairs in cases.items():
+        assert equal_keys(_parsed(on), ts) == pairs, on
+    assert _parsed("t.id = = s.id") is None  # unreadable: no keys, nothing pruned
+
+
+def test_merge_prunes_the_target_by_its_keys_whatever_else_on_says(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    """A SQL MERGE reads only the target files the source keys' range can match, also
+    when ON adds conditions or a literal that holds `or`; a top-level OR reads all."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    create_table_as(
+        lake,
+        "main",
+        "t",
+        spark.sql("SELECT id, 'v' AS v FROM range(4000)")
+        .repartitionByRange(4, "id")
+        .sortWithinPartitions("id"),
+    )
+    sql = LakeSQL(spark, lake)
+    source = "(SELECT id, 'x' AS v FROM range(10, 20))"
+    cases = [  # ON, files read, ids updated
+        ("t.id = s.id", 1, set(range(10, 20))),
+        ("t.id = s.id AND t.v <> 'a or b'", 1, set(range(10, 20))),
+        ("(s.id = t.id) AND (t.id < 15 OR t.id > 17)", 1, {10, 11, 12, 13, 14, 18, 19}),
+        ("t.id = s.id OR t.id = s.id + 2000", 4, set(range(10, 20)) | set(range(2010, 2020))),
+    ]
+    con = duck.connect()
+    for i, (on, files, ids) in enumerate(cases):
+        tag = f"m{i}"
+        sql.execute(
+            f"MERGE INTO t USING {source} AS s ON {on} WHEN MATCHED THEN UPDATE SET v = '{tag}'"
+        )
+        scans = dict(sql.last_scans)
+        assert (scans["main.t"].files_total, scans["main.t"].files_read) == (4, files), on
+        duck.attach(con, sqlite_catalog.duckdb_attach)
+        got = con.execute(f"SELECT id FROM lake.t WHERE v = '{tag}'").fetchall()
+        assert {r[0] for r in got} == ids, on
+        con.execute("DETACH lake")
+    con.close()
 
 
 def test_a_row_matched_twice_leaves_no_delete_files_behind(spark, sqlite_catalog: Catalog) -> None:

@@ -10,14 +10,16 @@ committed (as in Delta Lake and DuckDB).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
+import sqlglot
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from sqlglot import exp
 
 from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
 from .dml import few_victims, stage_deletes, target_rows
@@ -34,6 +36,15 @@ ACTIONS = {
     "not_matched": ("insert",),
     "not_matched_by_source": ("update", "delete"),
 }
+
+
+KeyPair = tuple[str, str]  # (target column, source column) that ON requires equal
+
+
+@dataclass(frozen=True)
+class Aliases:
+    target: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,17 @@ class When:
             )
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one MERGE asks, as its steps use it."""
+
+    on: str  # the ON condition, Spark SQL
+    clauses: Sequence[When]
+    aliases: Aliases
+    keys: tuple[KeyPair, ...]
+    scan: ScanMetrics  # what the target scan read
+
+
 def merge_into(
     spark: SparkSession,
     lake: Lake,
@@ -66,10 +88,19 @@ def merge_into(
     *,
     target_alias: str = "t",
     source_alias: str = "s",
+    keys: Sequence[KeyPair] | None = None,
     commit: CommitInfo | None = None,
     tx: Transaction | None = None,
+    metrics: ScanMetrics | None = None,
 ) -> Snapshot | None:
-    """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs)."""
+    """MERGE INTO schema.name AS t USING source AS s ON <on> WHEN ... (Spark SQL exprs).
+
+    `keys`: the (target column, source column) pairs ON requires equal, as data (a
+    caller that parsed ON passes `equal_keys` of its tree); None: found in `on`'s text.
+    They bound the target scan to the source keys' ranges. `metrics` receives what the
+    target scan read."""
+    aliases = Aliases(target_alias, source_alias)
+    known_keys = equal_keys(_parsed(on), aliases) if keys is None else keys
 
     def stage(tx: Transaction) -> None:
         # the source is read up to three times (key range, semi join, outer join): a query
@@ -78,7 +109,11 @@ def merge_into(
         if _costly(src):
             src = src.persist()
         try:
-            _merge(spark, lake, tx, (schema, name), src, on, clauses, target_alias, source_alias)
+            attempt = ScanMetrics()  # a retried transaction scans afresh
+            plan = _Plan(on, clauses, aliases, tuple(known_keys), attempt)
+            _merge(spark, lake, tx, (schema, name), src, plan)
+            if metrics is not None:
+                vars(metrics).update(vars(attempt))
         finally:
             src.unpersist()
 
@@ -101,20 +136,15 @@ def _merge(
     tx: Transaction,
     qualified: tuple[str, str],
     src: DataFrame,
-    on: str,
-    clauses: Sequence[When],
-    target_alias: str,
-    source_alias: str,
+    plan: _Plan,
 ) -> None:
     schema, name = qualified
     table = tx.table(schema, name)
     columns = table.column_list()
     names = [c.name for c in columns]
-    scan = ScanMetrics()
-    target = _target(
-        spark, lake, tx, qualified, src, on, clauses, (target_alias, source_alias), scan
-    )
-    joined = target.alias(target_alias).join(src.alias(source_alias), F.expr(on), "full_outer")
+    clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
+    target = _target(spark, lake, tx, qualified, src, plan)
+    joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
     decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
     decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
     try:
@@ -122,7 +152,7 @@ def _merge(
         # victims are few enough to stage on the driver, and whether new rows are
         # inlined (a LIMIT over the cache) or written at once (no write-then-read-back)
         per_clause = _rows_per_clause(decided)
-        _stage_victims(spark, lake, tx, table, decided, clauses, per_clause, scan, target_alias)
+        _stage_victims(spark, lake, tx, table, decided, clauses, per_clause, plan.scan, t_alias)
         limit = inlining_limit(lake, table)
         for action in ("update", "insert"):
             chosen = [i for i, c in enumerate(clauses) if c.action == action]
@@ -130,11 +160,9 @@ def _merge(
             if not count:
                 continue
             moved = action == "update"  # updated rows keep their row ids
-            values = _values(
-                clauses, chosen, columns, names, target_alias, source_alias, keep_target=moved
-            )
+            values = _values(clauses, chosen, columns, names, t_alias, s_alias, keep_target=moved)
             if moved:
-                values.append(F.col(f"{target_alias}.rowid").alias("_ducklake_internal_row_id"))
+                values.append(F.col(f"{t_alias}.rowid").alias("_ducklake_internal_row_id"))
             rows = decided.where(F.col("__ducklake_clause").isin(chosen)).select(*values)
             big = count > limit
             stage_rows(lake, tx, table, rows, keep_row_ids=moved, write_first=big, packed=True)
@@ -189,32 +217,25 @@ def _target(
     tx: Transaction,
     qualified: tuple[str, str],
     src: DataFrame,
-    on: str,
-    clauses: Sequence[When],
-    aliases: tuple[str, str],
-    scan: ScanMetrics,
+    plan: _Plan,
 ) -> DataFrame:
     """The target rows the MERGE can change, with their lineage (`rowid`, file, pos)."""
     schema, name = qualified
-    target_alias, source_alias = aliases
+    t_alias, s_alias = plan.aliases.target, plan.aliases.source
     columns = tx.table(schema, name).column_list()
-    by_source_only = not any(c.kind == "not_matched_by_source" for c in clauses)
+    by_source_only = not any(c.kind == "not_matched_by_source" for c in plan.clauses)
     # the key ranges cost a job over the source: asked only when there are files to prune
-    predicates = (
-        (lambda _columns: _key_ranges(src, on, target_alias, source_alias, columns))
-        if by_source_only
-        else ()
-    )
-    target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=scan)
+    predicates = (lambda _columns: _key_ranges(src, plan.keys, columns)) if by_source_only else ()
+    target = target_rows(spark, lake, tx, schema, name, predicates=predicates, metrics=plan.scan)
     # the scan reads only the target columns the statement can use: the ON keys and the
     # values updates keep (a dbt merge that sets every column reads just the keys)
-    kept = _target_columns_used(on, clauses, columns, source_alias)
+    kept = _target_columns_used(plan.on, plan.clauses, columns, s_alias)
     target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
     if by_source_only:
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so the outer join below and
         # the persisted result hold changed rows, not the table
-        target = _matching(spark, target, src, on, target_alias, source_alias)
+        target = _matching(spark, target, src, plan.on, t_alias, s_alias)
     return target.withColumn("__ducklake_t", F.lit(True))
 
 
@@ -254,34 +275,70 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-_KEY_EQUALITY = re.compile(r"^\s*`?(\w+)`?\.`?(\w+)`?\s*=\s*`?(\w+)`?\.`?(\w+)`?\s*$")
 _RANGE_TYPES = ("int8", "int16", "int32", "int64", "date", "timestamp", "timestamptz", "varchar")
 
 
-def _key_ranges(
-    source: DataFrame, on: str, t: str, s: str, columns: Sequence[Column]
-) -> list[Predicate]:
-    """`target key between min and max of the source key` for each `t.k = s.k` conjunct
-    of ON, so the target scan skips files whose stats rule the source's keys out."""
-    if re.search(r"\bor\b", on, flags=re.IGNORECASE):
-        return []  # a disjunction can match rows outside any one key's range
-    types = {c.name.lower(): c for c in columns}
-    source_types = {f.name: f.dataType for f in source.schema.fields}
-    pairs: list[tuple[Column, str]] = []
-    for conjunct in re.split(r"\s+and\s+", on, flags=re.IGNORECASE):
-        m = _KEY_EQUALITY.match(conjunct)
-        if m is None:
+def equal_keys(condition: exp.Expression | None, aliases: Aliases) -> list[KeyPair]:
+    """The (target column, source column) pairs an ON condition requires equal: each
+    `t.a = s.b` that is a conjunct of the whole condition. Other conjuncts (`t.x > 5`,
+    `t.v <> 'a or b'`, a parenthesised OR) only narrow the match further; a top-level
+    OR has no such conjunct, since either side alone can match."""
+    target, source = aliases.target.lower(), aliases.source.lower()
+    pairs: list[KeyPair] = []
+    for conjunct in _conjuncts(condition) if condition is not None else ():
+        if not isinstance(conjunct, exp.EQ):  # `<=>` also matches NULLs: no range holds it
             continue
-        left, right = (m.group(1), m.group(2)), (m.group(3), m.group(4))
-        if left[0].lower() == s.lower() and right[0].lower() == t.lower():
+        left, right = _unwrapped(conjunct.this), _unwrapped(conjunct.expression)
+        if not isinstance(left, exp.Column) or not isinstance(right, exp.Column):
+            continue
+        if left.args.get("db") or right.args.get("db"):
+            continue  # a struct field (`t.addr.zip`), not a column of its own
+        if left.table.lower() == source and right.table.lower() == target:
             left, right = right, left
-        if left[0].lower() != t.lower() or right[0].lower() != s.lower():
+        if left.table.lower() == target and right.table.lower() == source:
+            pairs.append((left.name, right.name))
+    return pairs
+
+
+def _conjuncts(node: exp.Expression) -> Iterator[exp.Expression]:
+    node = _unwrapped(node)
+    if isinstance(node, exp.And):
+        yield from _conjuncts(node.this)
+        yield from _conjuncts(node.expression)
+    else:
+        yield node
+
+
+def _unwrapped(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _parsed(text: str) -> exp.Expression | None:
+    """A Spark SQL expression's tree; None when sqlglot cannot read it (then nothing is
+    pruned and every target column is read: slower, never wrong)."""
+    try:
+        tree = cast(exp.Expression, sqlglot.parse_one(text, read="spark"))
+    except sqlglot.errors.SqlglotError:
+        return None
+    return tree
+
+
+def _key_ranges(
+    source: DataFrame, keys: Sequence[KeyPair], columns: Sequence[Column]
+) -> list[Predicate]:
+    """`target key between min and max of the source key` for each key pair, so the
+    target scan skips files whose stats rule the source's keys out."""
+    types = {c.name.lower(): c for c in columns}
+    fields = {f.name.lower(): f for f in source.schema.fields}
+    pairs: list[tuple[Column, str]] = []
+    for target_name, source_name in keys:
+        col, found = types.get(target_name.lower()), fields.get(source_name.lower())
+        if col is None or found is None or col.type not in _RANGE_TYPES:
             continue
-        col = types.get(left[1].lower())
-        if col is None or col.type not in _RANGE_TYPES or right[1] not in source_types:
-            continue
-        if _comparable(spark_type(col), source_types[right[1]]):
-            pairs.append((col, right[1]))
+        if _comparable(spark_type(col), found.dataType):
+            pairs.append((col, found.name))
     if not pairs:
         return []
     aggs = []
@@ -296,27 +353,26 @@ def _key_ranges(
     return predicates
 
 
-_IDENTIFIER = re.compile(r"(?:(`[^`]+`|\w+)\s*\.\s*)?(`[^`]+`|\w+)")
-
-
 def _target_columns_used(
     on: str, clauses: Sequence[When], columns: Sequence[Column], source_alias: str = "s"
 ) -> list[str]:
-    """Target columns the MERGE may read: any named in ON, a condition or a value (by
-    word, unless qualified by the source's alias: `s.v` reads no target column), and any
-    an UPDATE leaves as it was."""
+    """Target columns the MERGE may read: any named in ON, a condition or a value
+    (unless qualified by the source's alias: `s.v` reads no target column), and any an
+    UPDATE leaves as it was."""
     texts = [on]
     for c in clauses:
         texts.append(c.condition or "")
         texts += list((c.values or {}).values())
     source = source_alias.lower()
     words: set[str] = set()
-    for text in texts:
-        for qualifier, name in _IDENTIFIER.findall(text):
-            qualifier, name = qualifier.strip("`").lower(), name.strip("`").lower()
-            words.add(qualifier)
-            if qualifier != source:
-                words.add(name)
+    for text in filter(None, texts):
+        tree = _parsed(text)
+        if tree is None:
+            return [c.name for c in columns]
+        for column in tree.find_all(exp.Column):
+            parts = [part.name.lower() for part in column.parts]
+            if len(parts) == 1 or parts[0] != source:
+                words.update(parts)
     kept = []
     for col in columns:
         name = col.name.lower()

@@ -36,7 +36,7 @@ from .errors import (
     spark_error_text,
     spark_syntax_error,
 )
-from .merge import When, merge_into
+from .merge import Aliases, When, equal_keys, merge_into
 from .scan import ScanMetrics
 from .sql_blocks import TransactionBlock
 from .sql_rewrite import QueryRewriter, parse
@@ -468,39 +468,10 @@ class LakeSQL:
             source = self.query(using.this.sql(dialect="spark"))
         _unqualify(tree, (target, t_alias), (using, s_alias))
         on = tree.args["on"].sql(dialect="spark")
-        clauses = []
-        whens = tree.args.get("whens")
-        for w in whens.expressions if whens is not None else tree.expressions:
-            matched = bool(w.args.get("matched"))
-            by_source = bool(w.args.get("source"))
-            kind = (
-                "matched" if matched else ("not_matched_by_source" if by_source else "not_matched")
-            )
-            cond = w.args.get("condition")
-            then = w.args.get("then")
-            condition = cond.sql(dialect="spark") if cond is not None else None
-            if isinstance(then, exp.Update):
-                values = (
-                    None
-                    if then.expressions == [exp.Star()] or not then.expressions
-                    else {e.this.name: e.expression.sql(dialect="spark") for e in then.expressions}
-                )
-                clauses.append(When(kind, "update", condition, values))
-            elif isinstance(then, exp.Insert):
-                cols, vals = then.this, then.expression
-                if isinstance(cols, exp.Star) or cols is None:
-                    clauses.append(When(kind, "insert", condition, None))
-                else:
-                    names = [c.name for c in cols.expressions]
-                    exprs = [v.sql(dialect="spark") for v in vals.expressions]
-                    clauses.append(
-                        When(kind, "insert", condition, dict(zip(names, exprs, strict=True)))
-                    )
-            elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
-                clauses.append(When(kind, "delete", condition))
-            else:
-                raise LakeSQLError(f"MERGE clause {w.sql(dialect='spark')!r} is not supported")
-        return merge_into(
+        clauses = _when_clauses(tree)
+        aliases = Aliases(t_alias, s_alias)
+        target_scan = ScanMetrics()
+        done = merge_into(
             self.spark,
             self.lake,
             schema,
@@ -510,9 +481,48 @@ class LakeSQL:
             clauses,
             target_alias=t_alias,
             source_alias=s_alias,
+            keys=equal_keys(tree.args["on"], aliases),  # keys as data: ON is parsed here
             commit=self.commit,
             tx=self._tx,
+            metrics=target_scan,
         )
+        self.rewriter.last_scans.append((f"{schema}.{name}", target_scan))
+        return done
+
+
+def _when_clauses(tree: exp.Merge) -> list[When]:
+    """The WHEN clauses of a parsed MERGE, in order, as the engine takes them."""
+    clauses = []
+    whens = tree.args.get("whens")
+    for w in whens.expressions if whens is not None else tree.expressions:
+        matched = bool(w.args.get("matched"))
+        by_source = bool(w.args.get("source"))
+        kind = "matched" if matched else ("not_matched_by_source" if by_source else "not_matched")
+        cond = w.args.get("condition")
+        then = w.args.get("then")
+        condition = cond.sql(dialect="spark") if cond is not None else None
+        if isinstance(then, exp.Update):
+            values = (
+                None
+                if then.expressions == [exp.Star()] or not then.expressions
+                else {e.this.name: e.expression.sql(dialect="spark") for e in then.expressions}
+            )
+            clauses.append(When(kind, "update", condition, values))
+        elif isinstance(then, exp.Insert):
+            cols, vals = then.this, then.expression
+            if isinstance(cols, exp.Star) or cols is None:
+                clauses.append(When(kind, "insert", condition, None))
+            else:
+                names = [c.name for c in cols.expressions]
+                exprs = [v.sql(dialect="spark") for v in vals.expressions]
+                clauses.append(
+                    When(kind, "insert", condition, dict(zip(names, exprs, strict=True)))
+                )
+        elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+            clauses.append(When(kind, "delete", condition))
+        else:
+            raise LakeSQLError(f"MERGE clause {w.sql(dialect='spark')!r} is not supported")
+    return clauses
 
 
 def _unqualify(tree: exp.Merge, *sides: tuple[exp.Expression, str]) -> None:
