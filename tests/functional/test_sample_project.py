@@ -37,7 +37,7 @@ RELATIONS = [
 ]
 
 
-def _utc(rows: list) -> list:  # type: ignore[type-arg]
+def _utc(rows: list) -> list:
     """Spark hands TIMESTAMP WITH TIME ZONE out as naive UTC (session zone UTC)."""
     return [
         tuple(
@@ -47,7 +47,7 @@ def _utc(rows: list) -> list:  # type: ignore[type-arg]
     ]
 
 
-def _info(snapshot) -> dict:  # type: ignore[no-untyped-def]
+def _info(snapshot) -> dict:
     extra = snapshot.extra_info
     return extra if isinstance(extra, dict) else json.loads(extra)
 
@@ -77,6 +77,8 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
     _build(project)
 
     lake = Lake.open("sqlite:///lake/metadata.sqlite")
+    # as the README says: the sample's rows are all inlined in the catalog, no Parquet
+    assert not list((project / "lake").rglob("*.parquet"))
     snapshots = lake.snapshots()
     built = [_info(s)["unique_id"] for s in snapshots if s.commit_message]
     nodes = [u for u in built if u.split(".")[0] in ("seed", "model", "snapshot")]
@@ -137,6 +139,9 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
         "1005,4,230.00,2026-01-07 08:05:00,placed", "1005,4,230.00,2026-01-07 08:05:00,shipped"
     )
     orders.write_text(text + "1009,3,55.00,2026-01-11 10:00:00,placed\n")
+    # and a customer moves up a tier (the README's second edit, in the same build)
+    customers = project / "seeds" / "customers.csv"
+    customers.write_text(customers.read_text().replace("4,Dana,US,bronze", "4,Dana,US,silver"))
     before = lake.latest_snapshot().snapshot_id
     _build(project)
     table = lake.catalog().table("shop", "orders_incremental")
@@ -165,3 +170,10 @@ def test_sample_project_builds_and_reads_the_same_in_duckdb(spark, tmp_path, mon
     closed = sql.query("SELECT max(dbt_valid_to) AS closed FROM shop_history.orders_history")
     [(closed_at,)] = python_rows(closed.collect(), closed.schema)  # aware UTC, whatever TZ
     assert closed_at == commits[0].snapshot_time
+
+    # the `check` snapshot of customers moved on: Dana's bronze version closed
+    dana = sql.query(
+        "SELECT tier, dbt_valid_to IS NULL AS current FROM shop_history.customers_snapshot "
+        "WHERE customer_id = 4"
+    )
+    assert sorted(tuple(r) for r in dana.collect()) == [("bronze", False), ("silver", True)]
