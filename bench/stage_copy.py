@@ -1,7 +1,7 @@
 """Benchmark: what `publish: atomic` pays once per invocation to stage the catalog.
 
 Builds a SQLite catalog holding `--files` data files (in commits of 500), then times
-the staging copy (lake/stage.py) against one ordinary commit on the same catalog, both
+the staging copy (lake/staging_copy.py) against one ordinary commit on the same catalog, both
 measured here, and prints the ratio: the copy costs about as much as a few commits.
 
     .venv/bin/python bench/stage_copy.py              # 100,000 files

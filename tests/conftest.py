@@ -118,14 +118,14 @@ def _make_catalog(backend: str, tmp_path) -> Iterator[Catalog]:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
+def spark():
     """One local SparkSession for the whole test run (JVM start costs ~7 s)."""
     os.environ["TZ"] = "UTC"
     import time
 
     time.tzset()
     from dbt.adapters.ducklake.spark.session import SessionConfig, get_session, stop_session
-    from dbt.adapters.ducklake.spark.storage import s3_jars, with_s3_jars
+    from dbt.adapters.ducklake.storage import s3_jars, with_s3_jars
 
     conf = {
         "spark.sql.shuffle.partitions": "2",
@@ -155,7 +155,7 @@ class S3Server:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def settings(self):  # type: ignore[no-untyped-def]
+    def settings(self):
         from dbt.adapters.ducklake.lake import S3Settings
 
         return S3Settings(

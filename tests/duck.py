@@ -17,7 +17,7 @@ _EXTENSIONS = (
 
 
 def extension_path(module: object, name: str) -> str:
-    base = os.path.dirname(module.__file__)  # type: ignore[attr-defined]
+    base = os.path.dirname(module.__file__)
     return os.path.join(base, "extensions", f"v{duckdb.__version__}", f"{name}.duckdb_extension")
 
 

@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 
 from dbt.adapters.ducklake.lake import Column, DataFileSpec, DeleteFileSpec, FileColumnStats
 from dbt.adapters.ducklake.lake.codec import stats_string
+from dbt.adapters.ducklake.lake.drafts import StagedTable
 from dbt.adapters.ducklake.lake.models import DataFile
 from dbt.adapters.ducklake.lake.reader import CatalogReader
 from dbt.adapters.ducklake.lake.rows import decode_default
-from dbt.adapters.ducklake.lake.staged import StagedTable
 from dbt.adapters.ducklake.lake.types import FLOAT_TYPES, is_decimal
 from dbt.adapters.ducklake.spark.arrow import _fid, arrow_field
 

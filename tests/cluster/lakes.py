@@ -10,7 +10,7 @@ RUN_TIME_COLUMNS = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid
 
 def relations(con: object, alias: str) -> list[tuple[str, str, str]]:
     return sorted(
-        con.execute(  # type: ignore[attr-defined]
+        con.execute(
             "SELECT table_schema, table_name, table_type FROM information_schema.tables "
             "WHERE table_catalog = ?",
             [alias],

@@ -70,7 +70,7 @@ def where(request: pytest.FixtureRequest) -> tuple[str, Any]:
 
 
 @pytest.mark.full  # the steps below cover the cluster path in CI
-def test_sample_project_builds_and_matches_local(  # type: ignore[no-untyped-def]
+def test_sample_project_builds_and_matches_local(
     where, local_sample: tuple[Project, int], tmp_path: Path
 ) -> None:
     _, target = where
@@ -83,7 +83,7 @@ def test_sample_project_builds_and_matches_local(  # type: ignore[no-untyped-def
 
 
 @pytest.mark.full  # CI's budget: the engine zip on the executors' Python is checked below
-def test_steps_on_executors_without_the_adapter_match_local(  # type: ignore[no-untyped-def]
+def test_steps_on_executors_without_the_adapter_match_local(
     where, local_steps: Project, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     name, target = where
@@ -246,8 +246,8 @@ def test_a_lake_storing_a_relative_data_path_is_refused_off_this_machine(
 ) -> None:
     from dbt_common.exceptions import DbtConfigError
 
-    from dbt.adapters.ducklake.connections import LakeHandle
     from dbt.adapters.ducklake.credentials import DucklakeCredentials
+    from dbt.adapters.ducklake.environment import LakeHandle
 
     monkeypatch.chdir(tmp_path)
     con = duck.connect()  # DuckDB keeps the data path as given

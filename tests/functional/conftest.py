@@ -39,7 +39,7 @@ def catalog_target(backend: str, tmp_path_factory: Any, **extra: Any) -> Iterato
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _the_test_session_first(spark):  # type: ignore[no-untyped-def]
+def _the_test_session_first(spark):
     """The process has one SparkSession, built by whoever asks first. dbt would build it
     from a profile (without the S3A jars the S3 tests need on the JVM from its start), so
     the suite's own session fixture (tests/conftest.py) builds it before any dbt run."""
@@ -47,6 +47,6 @@ def _the_test_session_first(spark):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(tmp_path_factory):  # type: ignore[no-untyped-def]
+def dbt_profile_target(tmp_path_factory):
     root = tmp_path_factory.mktemp("lake")
     return lake_target(f"sqlite:///{root}/metadata.sqlite", f"{root}/data")

@@ -403,7 +403,7 @@ CASES = [
 ]
 
 
-def _lake_rows(attach: str, schema: str) -> dict[str, list[tuple]]:  # type: ignore[type-arg]
+def _lake_rows(attach: str, schema: str) -> dict[str, list[tuple]]:
     """Every table and view of `schema`, read by DuckDB's extension, sorted."""
     con = duck.connect()
     try:
@@ -450,26 +450,26 @@ def _read(path: str) -> str:
 
 class TestBadInputChangesNothing:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"base.sql": BASE, "view_ok.sql": VIEW, "inc.sql": INC}
 
     @pytest.fixture(scope="class")
-    def seeds(self):  # type: ignore[no-untyped-def]
+    def seeds(self):
         return {"good_seed.csv": SEED}
 
     @pytest.fixture(scope="class")
-    def macros(self):  # type: ignore[no-untyped-def]
+    def macros(self):
         return {"run_lake_sql.sql": RUN_SQL}
 
     @pytest.fixture(scope="class")
-    def built(self, project, dbt_profile_target):  # type: ignore[no-untyped-def]
+    def built(self, project, dbt_profile_target):
         run_dbt(["build"])
         metadata = dbt_profile_target["metadata"]
         attach = "sqlite:" + metadata.removeprefix("sqlite:///")
         return Lake.open(metadata), attach
 
     @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-    def test_bad_input(self, project, built, case: Case) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_input(self, project, built, case: Case) -> None:
         lake, attach = built
         before = lake.latest_snapshot().snapshot_id
         blocker = None
@@ -517,7 +517,7 @@ bad:
 {extra}"""
 
 
-def _debug(tmp_path, metadata: str, extra: str = "") -> str:  # type: ignore[no-untyped-def]
+def _debug(tmp_path, metadata: str, extra: str = "") -> str:
     """`dbt debug` in its own process (a profile of its own), output returned."""
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
@@ -545,7 +545,7 @@ def _digest(path: Path) -> str:
 
 
 @pytest.mark.slow  # a dbt process per profile
-def test_profiles_that_cannot_open_a_lake_change_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_profiles_that_cannot_open_a_lake_change_nothing(tmp_path) -> None:
     """The catalog is opened (and refused) before Spark starts; the file is untouched."""
     # a SQLite database that holds something else, and no data_path to create a lake
     other = tmp_path / "other.sqlite"
@@ -593,10 +593,10 @@ class TestSeedsReadAsRfc4180:
     them so): they used to load cut at the first doubled quote, or fail."""
 
     @pytest.fixture(scope="class")
-    def seeds(self):  # type: ignore[no-untyped-def]
+    def seeds(self):
         return {"quoted.csv": RFC_4180_SEED}
 
-    def test_quoted_fields_load_whole(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_quoted_fields_load_whole(self, project, dbt_profile_target) -> None:
         assert len(run_dbt(["seed"])) == 1
         attach = "sqlite:" + dbt_profile_target["metadata"].removeprefix("sqlite:///")
         rows = _lake_rows(attach, project.test_schema)["quoted"]

@@ -31,7 +31,7 @@ class _DropsOtherSchemas:
     drop (PostgreSQL's own subclass drops them the same way)."""
 
     @pytest.fixture(autouse=True)
-    def clean_up(self, project):  # type: ignore[no-untyped-def]
+    def clean_up(self, project):
         yield
         with project.adapter.connection_named("__test"):
             for suffix in ("_other", "_seeds"):
@@ -64,21 +64,21 @@ class TestCloneOfAProdTarget:
     and cleans up: prod reads whole, and each pinned clone fails naming its snapshot."""
 
     @pytest.fixture(scope="class")
-    def seeds(self):  # type: ignore[no-untyped-def]
+    def seeds(self):
         return {"people.csv": SEED}
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"t.sql": TABLE, "inc.sql": INC, "v.sql": VIEW}
 
     @pytest.fixture(scope="class")
-    def profiles_config_update(self, dbt_profile_target, unique_schema):  # type: ignore[no-untyped-def]
+    def profiles_config_update(self, dbt_profile_target, unique_schema):
         dev = deepcopy(dbt_profile_target)
         dev["schema"] = unique_schema + "_dev"
         prod = {**dbt_profile_target, "schema": unique_schema}
         return {"test": {"outputs": {"default": prod, "dev": dev}, "target": "default"}}
 
-    def test_clone_reads_its_snapshot(self, project, dbt_profile_target, unique_schema) -> None:  # type: ignore[no-untyped-def]
+    def test_clone_reads_its_snapshot(self, project, dbt_profile_target, unique_schema) -> None:
         metadata = dbt_profile_target["metadata"]
         attach = "sqlite:" + metadata.removeprefix("sqlite:///")
         dev = unique_schema + "_dev"

@@ -153,11 +153,11 @@ select current_timezone() as column_name
 
 class SparkSqlHeader:
     @pytest.fixture(scope="class", autouse=True)
-    def restore_time_zone(self, project):  # type: ignore[no-untyped-def]
+    def restore_time_zone(self, project):
         yield
         project.run_sql("reset spark.sql.session.timeZone")
 
-    def test_header_ran_before_the_model(self, project) -> None:  # type: ignore[no-untyped-def]
+    def test_header_ran_before_the_model(self, project) -> None:
         run_dbt(["run", "-s", "my_model_contract_sql_header"])
         rows = project.run_sql(
             f"select column_name from {project.test_schema}.my_model_contract_sql_header",

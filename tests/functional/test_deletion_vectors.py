@@ -37,10 +37,10 @@ def _expected() -> Counter[tuple[int, int]]:
 
 class TestIncrementalMergeOverDeletionVectors:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"inc.sql": MODEL}
 
-    def test_merge_and_post_hook_over_duckdb_vectors(  # type: ignore[no-untyped-def]
+    def test_merge_and_post_hook_over_duckdb_vectors(
         self, project, dbt_profile_target, spark
     ) -> None:
         run_dbt(["run"])
@@ -75,7 +75,7 @@ class TestProfileWritesDeletionVectors:
     option, this project's deletes are deletion vectors, which DuckDB reads the same."""
 
     @pytest.fixture(scope="class")
-    def dbt_profile_target(self, tmp_path_factory):  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, tmp_path_factory):
         root = tmp_path_factory.mktemp("lake")
         return {
             **lake_target(f"sqlite:///{root}/metadata.sqlite", f"{root}/data"),
@@ -83,12 +83,10 @@ class TestProfileWritesDeletionVectors:
         }
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"inc.sql": MODEL}
 
-    def test_deletes_are_vectors_duckdb_reads(  # type: ignore[no-untyped-def]
-        self, project, dbt_profile_target, spark
-    ) -> None:
+    def test_deletes_are_vectors_duckdb_reads(self, project, dbt_profile_target, spark) -> None:
         run_dbt(["run"])
         run_dbt(["run", "--vars", "{phase: 2}"])
         schema = project.test_schema

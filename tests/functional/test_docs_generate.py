@@ -56,7 +56,7 @@ SPARK_TYPES = {
 
 class TestDocsGenerate(BaseDocsGenerate):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project):  # type: ignore[no-untyped-def]
+    def expected_catalog(self, project):
         return expected_catalog.base_expected_catalog(
             project,
             role=None,
@@ -68,7 +68,7 @@ class TestDocsGenerate(BaseDocsGenerate):
 
 class TestDocsGenReferences(BaseDocsGenReferences):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project):  # type: ignore[no-untyped-def]
+    def expected_catalog(self, project):
         return expected_catalog.expected_references_catalog(
             project,
             role=None,
@@ -110,9 +110,9 @@ class TestGetCatalogForSingleRelation(BaseGetCatalogForSingleRelation):
     """The suite's hook: what this adapter reports for one table and one view."""
 
     @pytest.fixture(scope="class")
-    def expected_catalog_my_seed(self, project):  # type: ignore[no-untyped-def]
+    def expected_catalog_my_seed(self, project):
         stats = {
-            key: StatsItem(id=key, include=True, **item)  # type: ignore[arg-type]
+            key: StatsItem(id=key, include=True, **item)
             for key, item in {
                 "rows": {
                     "label": "Row count",
@@ -147,7 +147,7 @@ class TestGetCatalogForSingleRelation(BaseGetCatalogForSingleRelation):
         )
 
     @pytest.fixture(scope="class")
-    def expected_catalog_my_view_model(self, project):  # type: ignore[no-untyped-def]
+    def expected_catalog_my_view_model(self, project):
         return CatalogTable(
             metadata=TableMetadata(
                 type="VIEW",

@@ -31,14 +31,14 @@ def _differences(con: duckdb.DuckDBPyConnection, theirs: str, mine: str) -> tupl
 
 class TestModelsOverDuckDBTypes:
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
-    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         yield from catalog_target(request.param, tmp_path_factory)
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"copy_a.sql": COPY, "copy_b.sql": COPY, "summary.sql": SUMMARY}
 
-    def test_copies_read_as_duckdb_reads_and_the_rule_is_said(  # type: ignore[no-untyped-def]
+    def test_copies_read_as_duckdb_reads_and_the_rule_is_said(
         self, project, dbt_profile_target
     ) -> None:
         schema = project.test_schema
@@ -122,20 +122,18 @@ class TestEveryTypeThroughADbtModel:
     documented types and the rows of the source, under the documented rules."""
 
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
-    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         yield from catalog_target(request.param, tmp_path_factory, threads=4)
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             f"c_{table}.sql": "{{ config(materialized='table') }} "
             f"select * from {{{{ target.schema }}}}.{table}"
             for _, table in _tables()
         }
 
-    def test_every_copy_reads_as_duckdb_reads_its_source(  # type: ignore[no-untyped-def]
-        self, project, dbt_profile_target
-    ) -> None:
+    def test_every_copy_reads_as_duckdb_reads_its_source(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         attach = dbt_profile_target["duckdb_attach"]
         con = duck.connect()

@@ -48,11 +48,11 @@ class TestEmptyEveryMaterialization:
     DuckDB reads every relation so."""
 
     @pytest.fixture(scope="class")
-    def seeds(self):  # type: ignore[no-untyped-def]
+    def seeds(self):
         return {"s.csv": SEED}
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             "t.sql": TABLE,
             "v.sql": VIEW,
@@ -62,10 +62,10 @@ class TestEmptyEveryMaterialization:
         }
 
     @pytest.fixture(scope="class")
-    def snapshots(self):  # type: ignore[no-untyped-def]
+    def snapshots(self):
         return {"snap.sql": SNAP}
 
-    def test_build_empty(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_build_empty(self, project, dbt_profile_target) -> None:
         run_dbt(["build", "--exclude", "past"])  # past reads t as the first build left it
         metadata = dbt_profile_target["metadata"]
         lake = Lake.open(metadata)

@@ -79,14 +79,14 @@ class TestDbtOnAnEncryptedLake:
     @pytest.fixture(
         scope="class", params=["sqlite", pytest.param("postgres", marks=pytest.mark.full)]
     )
-    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         yield from catalog_target(request.param, tmp_path_factory, encrypted=True)
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"inc.sql": INC, "part.sql": PART, "copy.sql": COPY}
 
-    def test_models_maintenance_and_duckdb_agree(  # type: ignore[no-untyped-def]
+    def test_models_maintenance_and_duckdb_agree(
         self, project, dbt_profile_target, spark, tmp_path
     ) -> None:
         schema = project.test_schema

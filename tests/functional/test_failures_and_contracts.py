@@ -32,10 +32,10 @@ models:
 
 class TestFailedBuildsChangeNothing:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"m.sql": GOOD, "schema.yml": SCHEMA_YML}
 
-    def _state(self, project, lake: Lake):  # type: ignore[no-untyped-def]
+    def _state(self, project, lake: Lake):
         table = lake.catalog().table(project.test_schema, "m")
         names = {str(table.table_id), f"{project.test_schema}.m"}
         touched = [
@@ -46,7 +46,7 @@ class TestFailedBuildsChangeNothing:
         )
         return max(touched), sorted(tuple(r) for r in rows)
 
-    def test_failures_leave_the_table_as_it_was(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_failures_leave_the_table_as_it_was(self, project, dbt_profile_target) -> None:
         run_dbt(["run"])
         lake = Lake.open(dbt_profile_target["metadata"])
 

@@ -34,7 +34,7 @@ MACROS = """
 
 class TestHooksAndOperationsCommit:
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {
             "on-run-start": [
                 "create table if not exists {{ target.schema }}.audit (what string, node string)"
@@ -43,14 +43,14 @@ class TestHooksAndOperationsCommit:
         }
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"m.sql": MODEL}
 
     @pytest.fixture(scope="class")
-    def macros(self):  # type: ignore[no-untyped-def]
+    def macros(self):
         return {"record.sql": MACROS}
 
-    def test_hook_snapshots_name_the_run(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_hook_snapshots_name_the_run(self, project, dbt_profile_target) -> None:
         run_dbt(["run"])
         with open("target/run_results.json") as fp:
             run_id = json.load(fp)["metadata"]["invocation_id"]
@@ -140,7 +140,7 @@ class _AuditTable:
     """An `audit` table the hooks write to, created when each run starts."""
 
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         create = "create table if not exists {{ target.schema }}.audit (what string, node string)"
         return {"on-run-start": [create]}
 
@@ -151,15 +151,15 @@ class TestPostHooksInTheNodeTransaction(_AuditTable):
     no file behind); before_begin / after_commit hooks run outside it."""
 
     @pytest.fixture(scope="class", params=["sqlite", "postgres"])
-    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:
         """SQLite copies the catalog as a file, PostgreSQL as a schema."""
         yield from catalog_target(request.param, tmp_path_factory)
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"t.sql": TX_TABLE, "inc.sql": TX_INC, "small.sql": SMALL}
 
-    def test_post_hooks_commit_with_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_post_hooks_commit_with_their_node(self, project, dbt_profile_target) -> None:
         metadata, attach = dbt_profile_target["metadata"], dbt_profile_target["duckdb_attach"]
         schema = project.test_schema
         run_dbt(["run"])
@@ -261,17 +261,17 @@ class TestHooksOutsideTheTransaction(_AuditTable):
     and snapshot nodes; a failing one fails its node."""
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         body = "select cast(id as int) as id from range(3)"
         return {
             f"o{k[0]}.sql": _outside(k, f"o{k[0]}") + body for k in ("table", "view", "incremental")
         }
 
     @pytest.fixture(scope="class")
-    def snapshots(self):  # type: ignore[no-untyped-def]
+    def snapshots(self):
         return {"os.sql": OUTSIDE_SNAPSHOT}
 
-    def test_outside_hooks_run_around_their_node(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_outside_hooks_run_around_their_node(self, project, dbt_profile_target) -> None:
         metadata = dbt_profile_target["metadata"]
         schema = project.test_schema
         run_dbt(["build"])

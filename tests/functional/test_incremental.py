@@ -49,7 +49,7 @@ class TestPredicatesDeleteInsert(SuitePredicatesDeleteInsert):
 
 class TestIncrementalPredicatesMerge(BaseIncrementalPredicates):
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {
             "models": {
                 "+incremental_predicates": ["dbt_internal_dest.id != 2"],

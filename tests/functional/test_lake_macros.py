@@ -36,7 +36,7 @@ from {{ ducklake_table_changes(ref('orders'), var('from', 0), var('to', 0)) }}
 """
 
 
-def _rows(project, table: str) -> list[tuple]:  # type: ignore[no-untyped-def, type-arg]
+def _rows(project, table: str) -> list[tuple]:
     """A model's rows in the test schema, sorted."""
     return sorted(
         tuple(r)
@@ -51,7 +51,7 @@ def _invocation() -> str:
 
 class TestLakeMacros:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             "orders.sql": ORDERS,
             "as_of_run.sql": AS_OF_RUN,
@@ -59,7 +59,7 @@ class TestLakeMacros:
             "changes.sql": CHANGES,
         }
 
-    def test_time_travel_changes_history_layout(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_time_travel_changes_history_layout(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         run_dbt(["run", "-s", "orders", "--vars", "{batch: 1}"])
@@ -145,14 +145,14 @@ class TestDucklakeNamespace:
     as `ducklake.at(...)` and `ducklake.table_insertions(...)` in model SQL."""
 
     @pytest.fixture(scope="class")
-    def packages(self):  # type: ignore[no-untyped-def]
+    def packages(self):
         return {"packages": [{"local": NAMESPACE_PACKAGE_PATH}]}
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"orders.sql": ORDERS, "as_of.sql": NS_AS_OF, "inserted.sql": NS_INSERTED}
 
-    def test_namespaced_time_travel_and_change_feed(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_namespaced_time_travel_and_change_feed(self, project, dbt_profile_target) -> None:
         lake = Lake.open(dbt_profile_target["metadata"])
         run_dbt(["deps"])
         run_dbt(["run", "-s", "orders", "--vars", "{batch: 1}"])
@@ -174,10 +174,10 @@ select cast(id as int) as id from range(0, 5)
 
 class TestSetOption:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"small.sql": SMALL}
 
-    def test_options_at_each_scope(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_options_at_each_scope(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         run_dbt(["run"])  # 5 rows: inlined under the default limit of 10
@@ -233,19 +233,19 @@ class TestMaintenanceMacros:
     step."""
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"events.sql": EVENTS}
 
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {"on-run-start": ["{{ ducklake_set_option('data_inlining_row_limit', 0) }}"]}
 
-    def test_compaction_hook_and_run_operations(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_compaction_hook_and_run_operations(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         sqlite_path = dbt_profile_target["metadata"].removeprefix("sqlite:///")
 
-        def state() -> tuple[list[tuple], list[str]]:  # type: ignore[type-arg]
+        def state() -> tuple[list[tuple], list[str]]:
             con = duck.connect()
             duck.attach(con, f"sqlite:{sqlite_path}")
             rows = sorted(con.execute(f"SELECT * FROM lake.{schema}.events").fetchall())

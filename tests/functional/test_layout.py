@@ -53,13 +53,13 @@ def _events(layout: str, start: int) -> str:
 
 class TestLayoutConfigs:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             "events.sql": _events("partition_by=['region'], sorted_by=['day desc']", 0),
             "laid_out.sql": TABLE,
         }
 
-    def test_layout_from_creation_and_altered_once(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_layout_from_creation_and_altered_once(self, project, dbt_profile_target) -> None:
         run_dbt(["run"])
         lake = Lake.open(dbt_profile_target["metadata"])
         con = duck.connect()
@@ -152,13 +152,13 @@ models:
 
 class TestSchemaChangeIsPartOfTheBuildSnapshot:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             "grows.sql": GROWING.format(mode="append_new_columns", extra="", start=0),
             "grows.yml": DOCS.format(what="first words"),
         }
 
-    def test_on_schema_change_commits_with_the_data(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_on_schema_change_commits_with_the_data(self, project, dbt_profile_target) -> None:
         run_dbt(["run"])
         lake = Lake.open(dbt_profile_target["metadata"])
         write_file(
@@ -217,11 +217,11 @@ class TestSnapshotLayout:
     and sorted, and a later run's new versions land in files with partition values."""
 
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"sources.yml": SNAPSHOT_SOURCES}
 
     @pytest.fixture(scope="class")
-    def snapshots(self):  # type: ignore[no-untyped-def]
+    def snapshots(self):
         return {
             "by_check.sql": LAID_OUT_SNAPSHOT.format(
                 name="by_check", strategy="check", extra="check_cols='all',"
@@ -231,7 +231,7 @@ class TestSnapshotLayout:
             ),
         }
 
-    def test_snapshots_are_laid_out(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_snapshots_are_laid_out(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         project.run_sql(

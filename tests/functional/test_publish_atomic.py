@@ -211,7 +211,7 @@ def _forget_this_modules_adapter() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def per_node_states(tmp_path_factory) -> dict[int, dict[str, list[tuple[Any, ...]]]]:  # type: ignore[no-untyped-def]
+def per_node_states(tmp_path_factory) -> dict[int, dict[str, list[tuple[Any, ...]]]]:
     """What per_node builds of rounds 1 and 3 leave, as DuckDB reads it (the reference)."""
     root = tmp_path_factory.mktemp("per_node")
     path = str(root / "meta.sqlite")

@@ -111,7 +111,7 @@ def model(dbt, session):
 
 
 @pytest.fixture(scope="class", params=["sqlite", "postgres"])
-def dbt_profile_target(request, tmp_path_factory) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def dbt_profile_target(request, tmp_path_factory) -> Iterator[dict[str, Any]]:
     catalogs = _make_catalog(request.param, tmp_path_factory.mktemp("lake"))
     catalog = next(catalogs)
     # duckdb_attach is not a profile field: the checks use it
@@ -134,7 +134,7 @@ def _rows(con: Any, sql: str) -> list[tuple[Any, ...]]:
 
 class TestPythonModels:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {
             "customers.sql": CUSTOMERS,
             "orders.sql": ORDERS,
@@ -149,7 +149,7 @@ class TestPythonModels:
             "py_append.py": PY_APPEND,
         }
 
-    def test_python_models_build_like_sql_models(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_python_models_build_like_sql_models(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         results = run_dbt(["build", "--exclude", "py_append"])  # its source is a model
         assert all(r.status in ("success", "pass") for r in results)
@@ -266,7 +266,7 @@ def model(dbt, session):
 
 class TestPythonModelErrors:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"orders.sql": ORDERS, "bad.py": "def model(dbt, session):\n    return 1\n"}
 
     @pytest.mark.parametrize(
@@ -277,7 +277,7 @@ class TestPythonModelErrors:
             (ANALYSIS_ERROR, ["bad.py:4", "no_such_column"]),
         ],
     )
-    def test_a_failing_model_names_its_file_and_line_and_commits_nothing(  # type: ignore[no-untyped-def]
+    def test_a_failing_model_names_its_file_and_line_and_commits_nothing(
         self, project, dbt_profile_target, body: str, expected: list[str]
     ) -> None:
         run_dbt(["run", "--select", "orders"])
@@ -291,7 +291,7 @@ class TestPythonModelErrors:
         assert lake.latest_snapshot().snapshot_id == before
         assert lake.catalog().find_table(project.test_schema, "bad") is None
 
-    def test_a_python_view_is_refused(self, project) -> None:  # type: ignore[no-untyped-def]
+    def test_a_python_view_is_refused(self, project) -> None:
         write_file(
             NOT_A_TABLE.format(materialized="view"), project.project_root, "models", "bad.py"
         )

@@ -22,7 +22,7 @@ from tests.functional.test_sample_project import RELATIONS, SAMPLE, _info, _utc
 from tests.spark.test_roundtrip import _spark_rows
 
 
-def _profile(s3: S3Server, data_path: str) -> dict:  # type: ignore[type-arg]
+def _profile(s3: S3Server, data_path: str) -> dict:
     return {
         "shop": {
             "target": "s3",

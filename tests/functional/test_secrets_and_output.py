@@ -94,7 +94,7 @@ def _dbt(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _leaks(text: str, keys: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+def _leaks(text: str, keys: list[str] = ()) -> list[str]:
     """The secrets in `text`; a file key counts in base64 (with or without padding) or
     in hex."""
     found = [s for s in (*SECRETS, LIBPQ_PASSWORD, CONF_SECRET, CONF_TOKEN) if s in text]

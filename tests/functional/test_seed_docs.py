@@ -80,10 +80,10 @@ class TestPersistDocsTablesAndViews(BasePersistDocsBase):
     """BasePersistDocs' project and checks, but view columns carry no comments."""
 
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {"models": {"test": {"+persist_docs": {"relation": True, "columns": True}}}}
 
-    def test_has_comments(self, project) -> None:  # type: ignore[no-untyped-def]
+    def test_has_comments(self, project) -> None:
         run_dbt(["docs", "generate"])
         with open("target/catalog.json") as fp:
             nodes = json.load(fp)["nodes"]

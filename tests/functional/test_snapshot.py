@@ -89,7 +89,7 @@ class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurr
 class TestSnapshotDbtValidToCurrentByKey(BaseSnapshotDbtValidToCurrent):
     """BaseSnapshotDbtValidToCurrent's fixtures and history; its row checks by key."""
 
-    def test_valid_to_current(self, project) -> None:  # type: ignore[no-untyped-def]
+    def test_valid_to_current(self, project) -> None:
         project.run_sql(create_seed_sql)
         project.run_sql(create_snapshot_expected_sql)
         project.run_sql(seed_insert_sql)

@@ -46,14 +46,14 @@ select * from {{ source('shop', 'customers') }} where id > 1
 
 class TestChangesSnapshot:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
-    def snapshots(self):  # type: ignore[no-untyped-def]
+    def snapshots(self):
         return {"customers_cdc.sql": CDC, "customers_check.sql": CHECK}
 
-    def test_every_version_between_runs(self, project, dbt_profile_target) -> None:  # type: ignore[no-untyped-def]
+    def test_every_version_between_runs(self, project, dbt_profile_target) -> None:
         schema = project.test_schema
         lake = Lake.open(dbt_profile_target["metadata"])
         src = f"{schema}.customers"
@@ -64,7 +64,7 @@ class TestChangesSnapshot:
         run_dbt(["snapshot"])
         cdc = f"{schema}.customers_cdc"
 
-        def rows(sql: str) -> list[tuple]:  # type: ignore[type-arg]
+        def rows(sql: str) -> list[tuple]:
             return sorted(tuple(r) for r in project.run_sql(sql, fetch="all"))
 
         first = rows(f"select id, name, dbt_valid_to from {cdc}")
@@ -83,13 +83,13 @@ class TestChangesSnapshot:
         run_dbt(["snapshot"])
 
         history = rows(f"select id, name, dbt_valid_from, dbt_valid_to from {cdc}")
-        by_key: dict[int, list[tuple]] = {}  # type: ignore[type-arg]
+        by_key: dict[int, list[tuple]] = {}
         for r in history:
             by_key.setdefault(r[0], []).append(r[1:])
         for versions in by_key.values():
             versions.sort(key=lambda v: v[1])
 
-        def at(snapshot: int):  # type: ignore[no-untyped-def]
+        def at(snapshot: int):
             return times[snapshot]  # TIMESTAMP values come back aware, in UTC
 
         assert [(v[0], v[2]) for v in by_key[1]] == [
@@ -137,14 +137,14 @@ class TestChangesSnapshot:
 
 class TestChangesSnapshotRefusesFilters:
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         return {"sources.yml": SOURCES}
 
     @pytest.fixture(scope="class")
-    def snapshots(self):  # type: ignore[no-untyped-def]
+    def snapshots(self):
         return {"customers_filtered.sql": FILTERED}
 
-    def test_where_is_refused(self, project) -> None:  # type: ignore[no-untyped-def]
+    def test_where_is_refused(self, project) -> None:
         project.run_sql(f"create table {project.test_schema}.customers as select 1 as id")
         _, log = run_dbt_and_capture(["snapshot"], expect_pass=False)
         assert "customers_filtered" in log and "WHERE" in log and "select * from" in log

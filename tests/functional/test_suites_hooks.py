@@ -77,14 +77,14 @@ def test_data_dir() -> Path:
 
 class ModelHookProfileValues:
     # the suites read with double-quoted identifiers and expect the PostgreSQL profile
-    def get_ctx_vars(self, state, count, project):  # type: ignore[no-untyped-def]
+    def get_ctx_vars(self, state, count, project):
         vals = _rows(project, "on_model_hook", state)
         assert len(vals) != 0, "nothing inserted into hooks table"
         assert len(vals) >= count, "too few rows in hooks table"
         assert len(vals) <= count, "too many rows in hooks table"
         return vals
 
-    def check_hooks(self, state, project, host, count=1):  # type: ignore[no-untyped-def]
+    def check_hooks(self, state, project, host, count=1):
         for ctx in self.get_ctx_vars(state, count=count, project=project):
             _check_ctx(ctx, state, project, project.adapter.config.to_target_dict())
             assert ctx["thread_id"].startswith("Thread-")
@@ -101,7 +101,7 @@ HOOKS_WITH_VACUUM = {
 class TestPrePostModelHooks(ModelHookProfileValues, BasePrePostModelHooks):
     # the suite's project config with VACUUM in DuckLake's words (see VACUUM)
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {"models": {"test": HOOKS_WITH_VACUUM}}
 
 
@@ -120,7 +120,7 @@ class TestPrePostModelHooksInConfigWithCount(
 ):
     # the suite's project config with VACUUM in DuckLake's words (see VACUUM)
     @pytest.fixture(scope="class")
-    def project_config_update(self):  # type: ignore[no-untyped-def]
+    def project_config_update(self):
         return {"models": {"test": HOOKS_WITH_VACUUM}}
 
 
@@ -160,13 +160,13 @@ class TestDuplicateHooksInConfigs(BaseDuplicateHooksInConfigs):
 
 class TestPrePostRunHooks(BasePrePostRunHooks):
     # the suite reads with double-quoted identifiers and expects the PostgreSQL profile
-    def get_ctx_vars(self, state, project):  # type: ignore[no-untyped-def]
+    def get_ctx_vars(self, state, project):
         vals = _rows(project, "on_run_hook", state)
         assert len(vals) != 0, "nothing inserted into on_run_hook table"
         assert len(vals) == 1, "too many rows in hooks table"
         return vals[0]
 
-    def check_hooks(self, state, project, host):  # type: ignore[no-untyped-def]
+    def check_hooks(self, state, project, host):
         ctx = self.get_ctx_vars(state, project)
         _check_ctx(ctx, state, project, project.adapter.config.to_target_dict())
         assert ctx["thread_id"].startswith("Thread-") or ctx["thread_id"] == "MainThread"

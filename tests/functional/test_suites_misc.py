@@ -92,7 +92,7 @@ class TestEmptyQueryComments(BaseEmptyQueryComments):
 
 
 class TestSimpleCopy(SimpleCopyBase):
-    def test_simple_copy_with_materialized_views(self, project):  # type: ignore[no-untyped-def]
+    def test_simple_copy_with_materialized_views(self, project):
         """DuckLake has no materialized views: creating one is refused, naming it; the
         suite's scenario then runs with its unrelated view over the plain table."""
         schema = project.test_schema
@@ -116,7 +116,7 @@ class TestEmptyModelsArentRun(EmptyModelsArentRunBase):
 class TestSimpleCopyUppercase(BaseSimpleCopyUppercase):
     # the suite hard-codes a PostgreSQL profile; the mixed-case database is kept
     @pytest.fixture(scope="class")
-    def dbt_profile_target(self, tmp_path_factory):  # type: ignore[no-untyped-def]
+    def dbt_profile_target(self, tmp_path_factory):
         root = tmp_path_factory.mktemp("lake")
         target = lake_target(f"sqlite:///{root}/metadata.sqlite", f"{root}/data")
         return {**target, "database": "dbtMixedCase"}
@@ -140,14 +140,14 @@ class TestSampleMode(BaseSampleModeTest):
 
 class TestDebug(BaseDebug):
     # BaseDebug holds no test: this is BaseDebugPostgres' test_ok, as dbt-bigquery does
-    def test_ok(self, project):  # type: ignore[no-untyped-def]
+    def test_ok(self, project):
         run_dbt(["debug"])
         assert "ERROR" not in self.capsys.readouterr().out
 
 
 class TestDebugProfileVariable(BaseDebugProfileVariable):
     # BaseDebugProfileVariable holds no test: the same test_ok, with the templated profile
-    def test_ok(self, project):  # type: ignore[no-untyped-def]
+    def test_ok(self, project):
         run_dbt(["debug"])
         assert "ERROR" not in self.capsys.readouterr().out
 

@@ -38,7 +38,7 @@ class TestSeedWithUniqueDelimiter(BaseSeedWithUniqueDelimiter):
 
 
 class TestSeedWithWrongDelimiter(BaseSeedWithWrongDelimiter):
-    def test_the_error_names_delimiter_and_header(self, project):  # type: ignore[no-untyped-def]
+    def test_the_error_names_delimiter_and_header(self, project):
         message = run_dbt(["seed"], expect_pass=False).results[0].message
         assert "seed_pipe_separated" in message
         assert "delimiter ';'" in message
@@ -60,7 +60,7 @@ SPARK_TYPE_NAMES = {
 class TestSimpleSeedColumnOverride(BaseSimpleSeedColumnOverride):
     # the suite's schema.yml, its expected type names spelled as Spark names them
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         schema_yml = seed_suite_fixtures.properties__schema_yml
         for postgres, spark in SPARK_TYPE_NAMES.items():
             schema_yml = schema_yml.replace(postgres + "\n", spark + "\n")
@@ -75,7 +75,7 @@ class TestSimpleSeedWithBOM(BaseSimpleSeedWithBOM):
     # the suite copies its seed_bom.csv from the test module's folder: this takes it
     # from the suite's own package, the rest of its setUp unchanged
     @pytest.fixture(scope="class", autouse=True)
-    def setUp(self, project):  # type: ignore[no-untyped-def]
+    def setUp(self, project):
         project.run_sql(seed_fixtures.seeds__expected_sql)
         suite_dir = Path(seed_fixtures.__file__).parent
         copy_file(suite_dir, "seed_bom.csv", project.project_root / "seeds" / "seed_bom.csv", "")

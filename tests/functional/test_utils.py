@@ -117,7 +117,7 @@ class TestCurrentTimestampAware(BaseCurrentTimestampAware):
 
 class TestCurrentTimestamps(BaseCurrentTimestamps):
     @pytest.fixture(scope="class")
-    def expected_schema(self):  # type: ignore[no-untyped-def]
+    def expected_schema(self):
         # hook: Spark's type names
         return {
             "current_timestamp": "timestamp",
@@ -126,7 +126,7 @@ class TestCurrentTimestamps(BaseCurrentTimestamps):
         }
 
     @pytest.fixture(scope="class")
-    def expected_sql(self):  # type: ignore[no-untyped-def]
+    def expected_sql(self):
         # hook: what this adapter's macros render
         return """
         select current_timestamp() as current_timestamp,
@@ -141,7 +141,7 @@ class TestCalculateFreshnessMethod(BaseCalculateFreshnessMethod):
 
 class TestGetIntervalsBetween(BaseGetIntervalsBetween):
     @pytest.fixture(scope="class")
-    def models(self):  # type: ignore[no-untyped-def]
+    def models(self):
         # hook: the fixture's US-format dates read as dates, as its PostgreSQL branch does
         # with ::date (Spark does not cast '09/01/2023' to DATE)
         sql = models__test_get_intervals_between_sql.replace(

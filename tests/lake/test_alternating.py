@@ -12,7 +12,7 @@ from tests.conftest import Catalog
 from tests.lakefiles import read_rows, write_data_file
 
 
-def _open(catalog: Catalog):  # type: ignore[no-untyped-def]
+def _open(catalog: Catalog):
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)

@@ -15,7 +15,7 @@ from tests.conftest import Catalog
 COMMITS_PER_PROCESS = 50
 
 
-def _writer(metadata: str, worker: int, barrier, results) -> None:  # type: ignore[no-untyped-def]
+def _writer(metadata: str, worker: int, barrier, results) -> None:
     try:
         lake = Lake.open(metadata)
         barrier.wait()
@@ -30,7 +30,7 @@ def _writer(metadata: str, worker: int, barrier, results) -> None:  # type: igno
         results.put(("error", traceback.format_exc()))
 
 
-def _run(target, args_list):  # type: ignore[no-untyped-def]
+def _run(target, args_list):
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(len(args_list))
     results = ctx.Queue()
@@ -63,7 +63,7 @@ def test_two_processes_fifty_commits_each(catalog: Catalog) -> None:
     assert len(cat.tables("main")) == 1 + 2 * (COMMITS_PER_PROCESS // 10)
 
 
-def _stage(lake: Lake, kind: str):  # type: ignore[no-untyped-def]
+def _stage(lake: Lake, kind: str):
     tx = lake.transaction(commit_message=kind)
     if kind == "drop_twice":
         tx.drop_table("main", "t")
@@ -83,7 +83,7 @@ PAIRS = {
 }
 
 
-def _racer(metadata: str, kind: str, ordered, barrier, results) -> None:  # type: ignore[no-untyped-def]
+def _racer(metadata: str, kind: str, ordered, barrier, results) -> None:
     try:
         lake = Lake.open(metadata)
         tx = _stage(lake, kind)
@@ -164,7 +164,7 @@ def test_primary_key_collision_is_retried_with_fresh_ids(pg_catalog: Catalog) ->
     foreign.close()
     worker.join(timeout=30)
     snap = outcome["snap"]
-    assert snap is not None and snap.snapshot_id == base.snapshot_id + 2  # type: ignore[attr-defined]
+    assert snap is not None and snap.snapshot_id == base.snapshot_id + 2
     ids = [s.snapshot_id for s in lake.snapshots()]
     assert ids == list(range(len(ids)))
     assert lake.catalog().find_table("main", "late") is not None

@@ -23,7 +23,7 @@ class Counter:
 def counting(lake: Lake) -> Iterator[Counter]:
     counter = Counter()
 
-    def before(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+    def before(conn, cursor, statement, parameters, context, executemany):
         counter.statements += 1
         counter.rows += len(parameters) if executemany else 1
 

@@ -211,7 +211,7 @@ def _lake_with_table(catalog: Catalog) -> Lake:
 )
 def test_bad_changes_fail_before_anything_is_written(
     catalog: Catalog, action, error, message
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     lake = _lake_with_table(catalog)
     before = lake.latest_snapshot()
     tx = lake.transaction(commit_message="bad")

@@ -1,4 +1,4 @@
-"""Publishing a staging copy's plans as one snapshot (lake/stage.py, lake/publish.py).
+"""Publishing a staging copy's plans as one snapshot (lake/staging_copy.py, lake/publish.py).
 
 The build's later plans refer to what its earlier plans created (a schema, a table, a
 view, a data file) by the copy's ids; a DuckDB writer that creates a table and writes

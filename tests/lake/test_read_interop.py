@@ -70,7 +70,7 @@ HISTORY = [
 ]
 
 
-def _run_history(con, lake: Lake) -> list[int]:  # type: ignore[no-untyped-def]
+def _run_history(con, lake: Lake) -> list[int]:
     snapshots = []
     for stmt in HISTORY:
         con.execute(stmt)
@@ -78,7 +78,7 @@ def _run_history(con, lake: Lake) -> list[int]:  # type: ignore[no-untyped-def]
     return snapshots
 
 
-def _duck_columns(con, table: str, snap: int) -> list[tuple[str, str, bool]]:  # type: ignore[no-untyped-def]
+def _duck_columns(con, table: str, snap: int) -> list[tuple[str, str, bool]]:
     rows = con.execute(
         f'SELECT column_name, column_type, "null" FROM (DESCRIBE SELECT * FROM {table} '
         f"AT (VERSION => {snap}))"
@@ -86,7 +86,7 @@ def _duck_columns(con, table: str, snap: int) -> list[tuple[str, str, bool]]:  #
     return [(r[0], r[1], r[2] == "YES") for r in rows]
 
 
-def _duck_files(con, table: str, snap: int) -> set[tuple[str, str | None]]:  # type: ignore[no-untyped-def]
+def _duck_files(con, table: str, snap: int) -> set[tuple[str, str | None]]:
     rows = con.execute(
         f"SELECT data_file, delete_file FROM ducklake_list_files('lake', '{table}', "
         f"schema => 's', snapshot_version => {snap})"

@@ -12,7 +12,7 @@ from tests.lakefiles import write_data_file, write_delete_file
 
 
 def _ours(lake: Lake) -> None:
-    def step(fn) -> None:  # type: ignore[no-untyped-def]
+    def step(fn) -> None:
         with lake.transaction() as tx:
             fn(tx)
 
@@ -30,7 +30,7 @@ def _ours(lake: Lake) -> None:
         )
     )
 
-    def delete(tx) -> None:  # type: ignore[no-untyped-def]
+    def delete(tx) -> None:
         t = tx.table("s", "t")
         (f,) = lake.catalog().data_files(lake.catalog().table("s", "t"))
         tx.add_delete_files(t, [write_delete_file(t, f, list(range(15)))])
@@ -47,7 +47,7 @@ def _ours(lake: Lake) -> None:
     step(lambda tx: tx.drop_table("s", "t2"))
     step(lambda tx: tx.drop_schema("s"))
 
-    def two_tables(tx) -> None:  # type: ignore[no-untyped-def]
+    def two_tables(tx) -> None:
         tx.create_table("main", "a1", [ColumnSpec("x", "int32")])
         tx.create_table("main", "a2", [ColumnSpec("x", "int32")])
 

@@ -49,7 +49,7 @@ def _build(lake: Lake) -> dict[str, int]:
     """A history of every kind of change; returns snapshot ids by step name."""
     steps: dict[str, int] = {}
 
-    def commit(step: str, tx) -> None:  # type: ignore[no-untyped-def]
+    def commit(step: str, tx) -> None:
         snap = tx.commit()
         assert snap is not None
         steps[step] = snap.snapshot_id

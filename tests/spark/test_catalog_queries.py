@@ -33,7 +33,7 @@ SETUP = [
 
 
 @pytest.fixture
-def lake_sql(spark, catalog: Catalog) -> Any:  # type: ignore[no-untyped-def]
+def lake_sql(spark, catalog: Catalog) -> Any:
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach, data_path=catalog.data_path)
     for statement in SETUP:
@@ -67,7 +67,7 @@ def _ours(lake_sql: LakeSQL, sql: str) -> list[tuple[Any, ...]]:
 )
 def test_information_schema_equals_duckdbs(
     lake_sql, catalog: Catalog, view: str, where: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     expected_columns = [
         d[0] for d in duck.connect().execute(f"SELECT * FROM information_schema.{view}").description
     ]
@@ -80,7 +80,7 @@ def test_information_schema_equals_duckdbs(
     assert expected and _ours(lake_sql, query) == expected
 
 
-def test_dbt_utils_relation_query(lake_sql) -> None:  # type: ignore[no-untyped-def]
+def test_dbt_utils_relation_query(lake_sql) -> None:
     """dbt_utils.get_relations_by_pattern's query, unqualified and lake-qualified."""
     for source in ("information_schema.tables", "lake.information_schema.tables"):
         rows = _ours(
@@ -93,7 +93,7 @@ def test_dbt_utils_relation_query(lake_sql) -> None:  # type: ignore[no-untyped-
         assert rows == [("shop", "orders", "table")]
 
 
-def test_information_schema_reads_the_current_snapshot(lake_sql) -> None:  # type: ignore[no-untyped-def]
+def test_information_schema_reads_the_current_snapshot(lake_sql) -> None:
     lake_sql.execute("CREATE TABLE shop.later AS SELECT 1 AS x")
     names = _ours(lake_sql, "SELECT table_name FROM information_schema.tables")
     assert ("later",) in names
@@ -101,7 +101,7 @@ def test_information_schema_reads_the_current_snapshot(lake_sql) -> None:  # typ
         lake_sql.execute("SELECT * FROM information_schema.routines")
 
 
-def test_show_tables_views_schemas_columns(lake_sql) -> None:  # type: ignore[no-untyped-def]
+def test_show_tables_views_schemas_columns(lake_sql) -> None:
     # DuckDB's view, whose text names {DUCKLAKE_CATALOG}.shop.orders, reads here too
     assert _ours(lake_sql, "SELECT * FROM shop.big_orders") == [(1, 2.5), (2, 3)]
     assert _ours(lake_sql, "SHOW TABLES") == [
@@ -124,7 +124,7 @@ def test_show_tables_views_schemas_columns(lake_sql) -> None:  # type: ignore[no
     assert columns == ["id", "amount"]
 
 
-def test_show_table_extended_is_what_dbt_spark_parses(lake_sql) -> None:  # type: ignore[no-untyped-def]
+def test_show_table_extended_is_what_dbt_spark_parses(lake_sql) -> None:
     rows = {r[1]: r for r in lake_sql.execute("show table extended in shop like '*'").collect()}
     assert set(rows) == {"orders", "customers", "big_orders"}
     orders = rows["orders"][3]
@@ -135,7 +135,7 @@ def test_show_table_extended_is_what_dbt_spark_parses(lake_sql) -> None:  # type
     assert "Type: VIEW" in view and "View Text: SELECT id, amount FROM lake.shop.orders" in view
 
 
-def test_describe_and_describe_extended(lake_sql) -> None:  # type: ignore[no-untyped-def]
+def test_describe_and_describe_extended(lake_sql) -> None:
     described = [tuple(r) for r in lake_sql.execute("DESCRIBE shop.customers").collect()]
     assert described == [("id", "int", None), ("name", "string", None)]
     rows = [tuple(r) for r in lake_sql.execute("describe table extended orders").collect()]
@@ -151,7 +151,7 @@ def test_describe_and_describe_extended(lake_sql) -> None:  # type: ignore[no-un
         lake_sql.execute("DESCRIBE nope")
 
 
-def test_describe_falls_back_to_spark_for_temporary_views(lake_sql, spark) -> None:  # type: ignore[no-untyped-def]
+def test_describe_falls_back_to_spark_for_temporary_views(lake_sql, spark) -> None:
     spark.range(2).createOrReplaceTempView("scratch_view")
     try:
         assert [r[0] for r in lake_sql.execute("DESCRIBE scratch_view").collect()] == ["id"]

@@ -56,7 +56,7 @@ def _windows(first: int, last: int) -> list[tuple[int, int]]:
     return [*single, (first, last), (first + 3, last - 2)]
 
 
-def _compare(spark, sql: LakeSQL, con, alias: str, first: int, last: int) -> None:  # type: ignore[no-untyped-def]
+def _compare(spark, sql: LakeSQL, con, alias: str, first: int, last: int) -> None:
     for lo, hi in _windows(first, last):
         # every window for table_changes; the wide ones for the two narrower feeds
         feeds = ("changes",) if lo == hi else ("changes", "insertions", "deletions")

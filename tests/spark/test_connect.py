@@ -16,7 +16,7 @@ from tests.conftest import Catalog
 
 
 @pytest.fixture(scope="module")
-def connect_server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def connect_server(tmp_path_factory) -> Iterator[str]:
     # the driver's interpreter for the server's Python workers; tests/cluster runs
     # workers that have only pyspark[sql]
     server = start_connect(tmp_path_factory.mktemp("connect"), sys.executable)

@@ -282,7 +282,7 @@ def test_sigkill_leaves_the_last_commit(spark, catalog: Catalog, tmp_path: Path)
     debris = before - referenced
     assert debris, "no kill left files behind: the test did not reach a write"
     removed = sql.execute("CALL ducklake_delete_orphaned_files('lake', cleanup_all => true)")
-    removed_paths = {os.path.normpath(r.path) for r in removed.collect()}  # type: ignore[union-attr]
+    removed_paths = {os.path.normpath(r.path) for r in removed.collect()}
     print(f"{catalog.backend}: delete_orphaned_files removed {len(removed_paths)} files")
     after = _files(catalog.data_path)
     assert removed_paths <= debris
@@ -311,7 +311,7 @@ def test_orphan_deletion_keeps_a_live_writers_staging_folder(
     removed = sql.execute(
         "CALL ducklake_delete_orphaned_files('lake', older_than => now() - INTERVAL '1 day')"
     )
-    assert sorted(Path(r.path).name for r in removed.collect()) == [  # type: ignore[union-attr]
+    assert sorted(Path(r.path).name for r in removed.collect()) == [
         ".part-0.parquet.crc",
         "part-0.parquet",
     ]

@@ -42,7 +42,7 @@ def test_delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path, way: 
         _delete_and_update_match_duckdb(spark, catalog, tmp_path)
 
 
-def _delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _delete_and_update_match_duckdb(spark, catalog: Catalog, tmp_path) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach, alias="ours")

@@ -38,4 +38,4 @@ def test_cancel_stops_one_connections_jobs_only(spark) -> None:
         t.join(timeout=120)
     assert isinstance(outcome["model.a"], Exception) and "cancel" in str(outcome["model.a"]).lower()
     assert outcome["model.b"] is not None and not isinstance(outcome["model.b"], Exception)
-    assert outcome["model.b"][0] == 400  # type: ignore[index]
+    assert outcome["model.b"][0] == 400

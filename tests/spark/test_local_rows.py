@@ -64,7 +64,7 @@ FLAT_ROWS = [
 ]
 
 
-def _leaf(df) -> str:  # type: ignore[no-untyped-def]
+def _leaf(df) -> str:
     return str(df._jdf.queryExecution().optimizedPlan().getClass().getSimpleName())
 
 
@@ -96,7 +96,7 @@ def test_nested_or_unconvertible_rows_take_the_list_path(spark) -> None:
     assert odd.collect() == spark.createDataFrame(precise, "x decimal(4, 1)").collect()
 
 
-def _jobs(spark) -> int:  # type: ignore[no-untyped-def]
+def _jobs(spark) -> int:
     return int(spark._jsc.sc().dagScheduler().nextJobId())
 
 

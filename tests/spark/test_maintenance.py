@@ -25,41 +25,41 @@ from tests.sizes import size
 META = "__ducklake_metadata_lake"
 
 
-def _lake(spark, catalog: Catalog) -> tuple[Lake, LakeSQL]:  # type: ignore[no-untyped-def]
+def _lake(spark, catalog: Catalog) -> tuple[Lake, LakeSQL]:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     with lake.transaction() as tx:
         tx.set_option("data_inlining_row_limit", "0")  # every append writes a file
     return lake, LakeSQL(spark, lake)
 
 
-def _duck(catalog: Catalog):  # type: ignore[no-untyped-def]
+def _duck(catalog: Catalog):
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)
     con.execute("USE lake")
     return con
 
 
-def _history(con, table: str, versions: range) -> dict[int, list[tuple]]:  # type: ignore[no-untyped-def,type-arg]
+def _history(con, table: str, versions: range) -> dict[int, list[tuple]]:
     return {
         v: sorted(con.execute(f"SELECT * FROM {table} AT (VERSION => {v})").fetchall())
         for v in versions
     }
 
 
-def _ours(sql: LakeSQL, table: str, version: int) -> list[tuple]:  # type: ignore[type-arg]
+def _ours(sql: LakeSQL, table: str, version: int) -> list[tuple]:
     return sorted(
         tuple(r) for r in sql.execute(f"SELECT * FROM {table} VERSION AS OF {version}").collect()
     )
 
 
-def _changes(con) -> list[str]:  # type: ignore[no-untyped-def]
+def _changes(con) -> list[str]:
     rows = con.execute(
         f"SELECT changes_made FROM {META}.ducklake_snapshot_changes ORDER BY snapshot_id"
     ).fetchall()
     return [r[0] for r in rows]
 
 
-def _live_files(con, table: str) -> list[tuple]:  # type: ignore[no-untyped-def,type-arg]
+def _live_files(con, table: str) -> list[tuple]:
     return con.execute(
         f"""SELECT f.data_file_id, v.partition_value, f.path, f.record_count
             FROM {META}.ducklake_data_file f
@@ -343,13 +343,13 @@ def test_checkpoint_runs_everything_with_the_lake_options(spark, catalog: Catalo
     assert _data_files_on_disk(lake) == referenced | set(_scheduled(lake, con))
 
 
-def _scheduled(lake: Lake, con) -> list[str]:  # type: ignore[no-untyped-def]
+def _scheduled(lake: Lake, con) -> list[str]:
     rows = con.execute(f"SELECT path FROM {META}.ducklake_files_scheduled_for_deletion")
     return [os.path.normpath(os.path.join(lake.data_path, r[0])) for r in rows.fetchall()]
 
 
 @pytest.mark.parametrize("bad", [{"delete_threshold": 1.5}, {"max_file_size": 0}])
-def test_invalid_parameters_fail_before_any_work(spark, sqlite_catalog: Catalog, bad) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_parameters_fail_before_any_work(spark, sqlite_catalog: Catalog, bad) -> None:
     lake, sql = _lake(spark, sqlite_catalog)
     sql.execute("CREATE TABLE t AS SELECT CAST(id AS INT) AS id FROM range(0, 3)")
     sql.execute("INSERT INTO t SELECT CAST(id AS INT) FROM range(3, 6)")

@@ -24,7 +24,7 @@ CHANGED = ROWS // 100  # half updates of existing keys, half new keys
 
 
 @pytest.fixture
-def collected(monkeypatch) -> Iterator[list[int]]:  # type: ignore[no-untyped-def]
+def collected(monkeypatch) -> Iterator[list[int]]:
     """Row counts of everything a DataFrame hands to the driver while the test runs
     (take / first / head go through collect)."""
     sizes: list[int] = []
@@ -32,7 +32,7 @@ def collected(monkeypatch) -> Iterator[list[int]]:  # type: ignore[no-untyped-de
     def watch(name: str) -> None:
         original = getattr(DataFrame, name)
 
-        def watched(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def watched(self, *args, **kwargs):
             result = original(self, *args, **kwargs)
             sizes.append(len(result) if name != "toArrow" else result.num_rows)
             return result
@@ -42,7 +42,7 @@ def collected(monkeypatch) -> Iterator[list[int]]:  # type: ignore[no-untyped-de
     for name in ("collect", "toPandas", "toArrow"):
         watch(name)
 
-    def refuse(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def refuse(self, *args, **kwargs):
         raise AssertionError("toLocalIterator streams table rows to the driver")
 
     monkeypatch.setattr(DataFrame, "toLocalIterator", refuse)

@@ -72,7 +72,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _spark_rows(df) -> list[tuple[Any, ...]]:  # type: ignore[no-untyped-def]
+def _spark_rows(df) -> list[tuple[Any, ...]]:
     return [tuple(_plain(v) for v in r) for r in df.collect()]
 
 

@@ -18,7 +18,7 @@ from dbt.adapters.ducklake.spark import maintenance as mt
 from dbt.adapters.ducklake.spark.arrow import DeleteTarget, file_facts, write_delete_file
 from dbt.adapters.ducklake.spark.scan import IN_SCAN_JVM, ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
-from dbt.adapters.ducklake.spark.storage import apply_s3
+from dbt.adapters.ducklake.storage import apply_s3
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog, S3Server
@@ -27,7 +27,7 @@ from tests.spark.test_roundtrip import _spark_rows
 TABLES = ["main.t", "main.p"]
 
 
-def _same_in_duckdb(sql: LakeSQL, con, tables: list[str]) -> None:  # type: ignore[no-untyped-def]
+def _same_in_duckdb(sql: LakeSQL, con, tables: list[str]) -> None:
     for name in tables:
         ours = _spark_rows(sql.query(f"SELECT * FROM {name}"))
         theirs = con.execute(f"SELECT * FROM lake.{name}").fetchall()

@@ -41,10 +41,10 @@ def _lake_with_files(catalog: Catalog, n: int) -> Lake:
     return lake
 
 
-def _plan(spark, lake: Lake, predicates=()) -> tuple[int, float, ScanMetrics]:  # type: ignore[no-untyped-def]
+def _plan(spark, lake: Lake, predicates=()) -> tuple[int, float, ScanMetrics]:
     count = [0]
 
-    def before(*_args) -> None:  # type: ignore[no-untyped-def]
+    def before(*_args) -> None:
         count[0] += 1
 
     event.listen(lake.engine, "before_cursor_execute", before)

@@ -79,7 +79,7 @@ SPELLINGS = {
 
 
 @pytest.fixture(scope="module")
-def shop(spark, tmp_path_factory):  # type: ignore[no-untyped-def]
+def shop(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("shop")
     lake = Lake.open(f"sqlite:///{root}/m.sqlite", data_path=str(root / "d"))
     with lake.transaction() as tx:
@@ -172,7 +172,7 @@ def test_dml_statements_run_on_the_lake(spark, catalog: Catalog) -> None:
     con.close()
 
 
-def test_merge_with_schema_qualified_columns_equals_duckdb(spark, sqlite_catalog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_merge_with_schema_qualified_columns_equals_duckdb(spark, sqlite_catalog, tmp_path) -> None:
     """`MERGE INTO main.q USING main.src ON main.q.id = main.src.id` (no aliases) is
     valid in Spark and DuckDB; both lakes end with the same rows."""
     merge = (

@@ -45,7 +45,7 @@ def test_task_bodies_load_without_dbt_or_sqlalchemy(
     frame_type = type(spark.range(1))
     real_map = frame_type.mapInArrow
 
-    def recording(self, func, schema, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def recording(self, func, schema, *args, **kwargs):
         shipped.append(func)
         return real_map(self, func, schema, *args, **kwargs)
 

@@ -103,7 +103,7 @@ def _where(arg: int) -> str:
     return "k IS NULL" if arg < 0 else f"k = {arg}"
 
 
-def _apply(op, sql: LakeSQL, con, spark) -> str:  # type: ignore[no-untyped-def]
+def _apply(op, sql: LakeSQL, con, spark) -> str:
     kind, arg, seed = op
     rng = random.Random(seed)
     if kind == "insert":
@@ -151,7 +151,7 @@ def _literal(value: object) -> str:
     return str(value)
 
 
-def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
+def _rowids(spark, sql: LakeSQL) -> list[int]:
     lake = sql.lake
     return sorted(r.rowid for r in scan_table(spark, lake, "main", "t", lineage=True).collect())
 
@@ -160,13 +160,13 @@ def _rowids(spark, sql: LakeSQL) -> list[int]:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("backend", BACKENDS)
 @twin_settings(max_examples=examples(1, 6))
 @given(history=ops, way=st.sampled_from(WAYS))
-def test_dml_twins_agree(spark, tmp_path, backend, history, way) -> None:  # type: ignore[no-untyped-def]
+def test_dml_twins_agree(spark, tmp_path, backend, history, way) -> None:
     root = fresh_root(tmp_path)
     with our_catalog(backend, root) as (metadata, attach), victims_staged_by(way):
         _run_twins(spark, root, metadata, attach, history)
 
 
-def _run_twins(spark, root, metadata: str, attach: str, history) -> None:  # type: ignore[no-untyped-def]
+def _run_twins(spark, root, metadata: str, attach: str, history) -> None:
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=str(root / "dd"))
     con.execute("USE dl")

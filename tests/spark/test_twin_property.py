@@ -63,7 +63,7 @@ ops = st.lists(
 ).map(lambda xs: [("insert", 25, 1), *xs, ("insert", 2, 2)])
 
 
-def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no-untyped-def]
+def _apply(op, model: Model, con, lake: Lake, spark) -> bool:
     """Apply one operation to both lakes; False when it does not apply to this model."""
     kind, arg, seed = op
     names = [n for n, _ in model.columns]
@@ -142,13 +142,13 @@ def _apply(op, model: Model, con, lake: Lake, spark) -> bool:  # type: ignore[no
 @pytest.mark.parametrize("backend", BACKENDS)
 @twin_settings(max_examples=examples(4, 18))
 @given(history=ops)
-def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, backend, history) -> None:  # type: ignore[no-untyped-def]
+def test_twin_lakes_agree_at_every_snapshot(spark, tmp_path, backend, history) -> None:
     root = fresh_root(tmp_path)
     with our_catalog(backend, root) as (metadata, attach):
         _run_twins(spark, root, metadata, attach, history)
 
 
-def _run_twins(spark, root, metadata: str, attach: str, history) -> None:  # type: ignore[no-untyped-def]
+def _run_twins(spark, root, metadata: str, attach: str, history) -> None:
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=str(root / "dd"))
     con.execute("CREATE TABLE dl.main.t (id BIGINT, a INTEGER, s VARCHAR)")

@@ -522,7 +522,7 @@ def _spark_read(spark: Any, lake: Lake, n: int) -> tuple[Any, str | None]:
 
 
 @pytest.mark.slow  # a long corpus of views, each read twice: left out of --fast
-def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None:
     assert len(BODIES) >= 60
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
@@ -567,7 +567,7 @@ def test_views_mean_the_same_in_duckdb(spark, sqlite_catalog: Catalog) -> None: 
     assert not problems, "\n".join(map(str, problems))
 
 
-def test_cast_stays_cast(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+def test_cast_stays_cast(spark, sqlite_catalog: Catalog) -> None:
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
     sql.execute("CREATE TABLE n AS SELECT '12' AS s UNION ALL SELECT 'x'")
@@ -608,7 +608,7 @@ def test_the_checked_functions_are_the_corpus_functions() -> None:
     assert used - checked == set(), "in the corpus, passing, but not on the checked list"
 
 
-def test_an_unchecked_function_is_refused_by_duckdb_only(spark, sqlite_catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+def test_an_unchecked_function_is_refused_by_duckdb_only(spark, sqlite_catalog: Catalog) -> None:
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     sql = LakeSQL(spark, lake, default_schema="main", catalog_name="lake")
     sql.execute("CREATE TABLE w AS SELECT 'a' AS s")

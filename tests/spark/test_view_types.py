@@ -85,7 +85,7 @@ def _derived(expression: str) -> str | None:
     return None if number is None else _spark_name(number)
 
 
-def test_derived_types_are_sparks(spark) -> None:  # type: ignore[no-untyped-def]
+def test_derived_types_are_sparks(spark) -> None:
     columns = ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in COLUMNS.items())
     spark.sql(f"SELECT {columns}").createOrReplaceTempView(TABLE)
     wrong = []

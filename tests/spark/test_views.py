@@ -106,7 +106,7 @@ def test_drop_cascade_drops_the_views_reading_it_in_one_snapshot(
 
 def test_a_star_grouped_by_positions_runs_as_packages_mean_it(
     spark, sqlite_catalog: Catalog
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """dbt_utils.group_by writes `SELECT *, count(*) … GROUP BY 1, 2`, which Spark alone
     refuses (STAR_GROUP_BY_POS): the star is expanded to its columns first."""
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)

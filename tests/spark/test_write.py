@@ -27,7 +27,7 @@ ROWS = """SELECT id, 'k' || (id % 7) AS k, CAST(id % 5 AS INT) AS n,
     FROM range(0, 120) r(id)"""
 
 
-def _duck(catalog: Catalog):  # type: ignore[no-untyped-def]
+def _duck(catalog: Catalog):
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)
     con.execute("USE lake")
@@ -117,7 +117,7 @@ def test_files_roll_over_at_the_target_compressed_size(spark, sqlite_catalog: Ca
     with lake.transaction() as tx:
         tx.set_option("target_file_size", "256KB")
 
-    def rows(start: int):  # type: ignore[no-untyped-def]
+    def rows(start: int):
         return spark.range(start, start + 400_000, numPartitions=2).select(
             F.col("id"), F.concat(F.lit("value-"), F.col("id")).alias("v")
         )
@@ -310,7 +310,7 @@ def test_shuffling_query_is_computed_once_and_inlined_when_small(
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     seen = spark.sparkContext.accumulator(0)
 
-    def count_row(value):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
+    def count_row(value):  # hints would make it a pandas UDF
         seen.add(1)
         return value
 

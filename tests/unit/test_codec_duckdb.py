@@ -12,13 +12,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dbt.adapters.ducklake.lake.codec import decode_inlined, nested_to_text
-from dbt.adapters.ducklake.lake.staged import drafts_from_spec
+from dbt.adapters.ducklake.lake.drafts import drafts_from_spec
 from dbt.adapters.ducklake.lake.types import parse_type
 
 _con = duckdb.connect()
 
 
-def _column(sql_type: str):  # type: ignore[no-untyped-def]
+def _column(sql_type: str):
     return drafts_from_spec(parse_type(sql_type, "c"), 1, None).to_column()
 
 

@@ -31,7 +31,7 @@ def test_defaults() -> None:
         ),
     ],
 )
-def test_bad_profiles_name_the_field(change: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_bad_profiles_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(DbtConfigError, match=message):
         DucklakeCredentials.from_dict({**BASE, **change})
 
@@ -103,7 +103,7 @@ def test_secret_conf_keys_follow_sparks_redaction_pattern() -> None:
     "where",
     [{"spark_master": "spark://10.0.0.5:7077"}, {"spark_remote": "sc://10.0.0.5:15002"}],
 )
-def test_a_relative_data_path_is_refused_when_executors_run_elsewhere(where: dict) -> None:  # type: ignore[type-arg]
+def test_a_relative_data_path_is_refused_when_executors_run_elsewhere(where: dict) -> None:
     with pytest.raises(DbtConfigError, match=r"relative path.*must reach the same files"):
         DucklakeCredentials.from_dict({**BASE, **where, "data_path": "lake/data"})
     for shared in ("/mnt/shared/lake", "s3://bucket/lake", "~/lake"):
@@ -164,7 +164,7 @@ def test_s3_credentials_come_from_the_aws_environment(monkeypatch) -> None:
         ({"s3_access_key_id": "AKID"}, "go together"),
     ],
 )
-def test_bad_s3_fields_are_refused(change: dict, message: str, monkeypatch) -> None:  # type: ignore[type-arg]
+def test_bad_s3_fields_are_refused(change: dict, message: str, monkeypatch) -> None:
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
     with pytest.raises(DbtConfigError, match=message):
         DucklakeCredentials.from_dict({**BASE, **S3, **change})
@@ -184,7 +184,7 @@ def test_unknown_profile_fields_are_named_with_the_closest_known_one() -> None:
     try:
         DucklakeCredentials.validate({**BASE, "spark_mastr": "local[2]", "zzz": 1})
     finally:
-        manager.callbacks.remove(keep)  # type: ignore[attr-defined]
+        manager.callbacks.remove(keep)
     warned = [m for m in seen if "unknown field" in m]
     assert any("'spark_mastr' is ignored; did you mean 'spark_master'?" in m for m in warned), seen
     assert any("'zzz' is ignored; known fields: author, catalog" in m for m in warned), seen
@@ -194,5 +194,5 @@ def test_unknown_profile_fields_are_named_with_the_closest_known_one() -> None:
     try:
         DucklakeCredentials.validate({**BASE, "catalog": "x", "override_data_path": True})
     finally:
-        manager.callbacks.remove(keep)  # type: ignore[attr-defined]
+        manager.callbacks.remove(keep)
     assert not [m for m in seen if "unknown field" in m], seen

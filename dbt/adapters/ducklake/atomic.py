@@ -1,7 +1,7 @@
 """`publish: atomic` (write-audit-publish): a `dbt build` publishes every node's
 changes in one DuckLake snapshot, and only when every node, test and hook passed.
 
-The first connection of a staged invocation copies the catalog (lake/stage.py); every
+The first connection of a staged invocation copies the catalog (lake/staging_copy.py); every
 node commits into that copy, so `ref()` and tests read what the build made while readers
 of the real catalog see nothing. dbt's events tell us each node's outcome; when dbt
 cleans up its connections at the end of the invocation, the copy's plans are published

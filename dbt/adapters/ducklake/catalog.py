@@ -10,7 +10,7 @@ from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.metadata import ColumnMetadata, StatsItem, TableMetadata
 from pyspark.sql import SparkSession
 
-from .lake import Lake
+from .lake import Lake, TableStats
 from .spark.types import spark_type
 from .spark.views import scan_relation
 
@@ -58,58 +58,25 @@ def catalog_rows(
         stats = cat.all_table_stats()
     rows: list[tuple[Any, ...]] = []
     for t in tables:
-        s = stats.get(t.table_id)
-        numbers = (
-            (
-                ("Row count", s.record_count, "Rows in the table (DuckLake table stats)", True),
-                ("Size", s.file_size_bytes, "Bytes of the table's data files", True),
-            )
-            if s is not None
-            else (("Row count", None, "", False), ("Size", None, "", False))
-        )
-        flat = tuple(x for group in numbers for x in group)
+        relation = (database, t.schema_name, t.name, "BASE TABLE", t.comment, None)
+        numbers = _stats(stats.get(t.table_id))
         for i, c in enumerate(columns.get(t.table_id, []), start=1):
-            rows.append(
-                (
-                    database,
-                    t.schema_name,
-                    t.name,
-                    "BASE TABLE",
-                    t.comment,
-                    None,
-                    c.name,
-                    i,
-                    spark_type(c).simpleString(),
-                    c.comment,
-                    *flat,
-                )
-            )
+            rows.append((*relation, c.name, i, spark_type(c).simpleString(), c.comment, *numbers))
     for v in views:
+        relation = (database, v.schema_name, v.name, "VIEW", v.comment, None)
         fields = scan_relation(spark, lake, v.schema_name, v.name).schema.fields  # analysis only
         for i, f in enumerate(fields, start=1):
-            rows.append(
-                (
-                    database,
-                    v.schema_name,
-                    v.name,
-                    "VIEW",
-                    v.comment,
-                    None,
-                    f.name,
-                    i,
-                    f.dataType.simpleString(),
-                    None,
-                    "Row count",
-                    None,
-                    "",
-                    False,
-                    "Size",
-                    None,
-                    "",
-                    False,
-                )
-            )
+            rows.append((*relation, f.name, i, f.dataType.simpleString(), None, *_stats(None)))
     return rows
+
+
+def _stats(stats: TableStats | None) -> tuple[Any, ...]:
+    """dbt's two table stats per column row: (label, value, description, include)."""
+    if stats is None:
+        return ("Row count", None, "", False, "Size", None, "", False)
+    rows = ("Row count", stats.record_count, "Rows in the table (DuckLake table stats)", True)
+    size = ("Size", stats.file_size_bytes, "Bytes of the table's data files", True)
+    return (*rows, *size)
 
 
 def catalog_table(rows: list[tuple[Any, ...]]) -> CatalogTable | None:

@@ -1,5 +1,5 @@
-"""Profile fields of `type: ducklake` (design.md's public contract), checked up front so
-a typo fails `dbt debug` with the field's name instead of a Spark stack trace."""
+"""Profile fields of `type: ducklake` (the public contract, README: Profile), checked up
+front so a typo fails `dbt debug` with the field's name instead of a Spark stack trace."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtConfigError
 
 from .atomic import check_mode
-from .lake import FileIO, LakeError, S3Settings, Secrets, parse_metadata
+from .lake import FileIO, LakeError, MetadataLocation, S3Settings, Secrets, parse_metadata
 from .spark.session import SessionConfig
-from .spark.storage import s3_jars, uses_s3, with_s3_jars
+from .storage import s3_jars, uses_s3, with_s3_jars
 
 logger = AdapterLogger("DuckLake")
 
@@ -112,6 +112,18 @@ class DucklakeCredentials(Credentials):
             }
         )
 
+    def location(self) -> MetadataLocation:
+        """`metadata` parsed once, when the profile is read: the value the lake opens
+        with (an unreadable one fails `dbt debug` naming the field)."""
+        parsed = self.__dict__.get("_parsed_metadata")
+        if parsed is None or parsed[0] != self.metadata:
+            try:
+                parsed = (self.metadata, parse_metadata(self.metadata))
+            except LakeError as exc:
+                raise DbtConfigError(f"ducklake profile: metadata: {exc}") from exc
+            self.__dict__["_parsed_metadata"] = parsed  # not a profile field
+        return parsed[1]
+
     def file_io(self) -> FileIO:
         """How the driver and the Spark tasks reach the data path's files."""
         return FileIO(self.s3_settings())
@@ -125,10 +137,7 @@ class DucklakeCredentials(Credentials):
                 "(sqlite:///lake.sqlite, postgresql+psycopg://user@host/db), DuckLake's "
                 "attach form (sqlite:lake.sqlite, postgres:dbname=x host=y) or a file path"
             )
-        try:
-            parse_metadata(self.metadata)
-        except LakeError as exc:
-            raise DbtConfigError(f"ducklake profile: metadata: {exc}") from exc
+        self.location()
         if not isinstance(self.spark_conf, dict):
             raise DbtConfigError("ducklake profile: spark_conf must be a map of Spark settings")
         try:

@@ -26,7 +26,8 @@ from .atomic import finish
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
-from .connections import DucklakeConnectionManager, LakeHandle, commit_extra_info, dbt_command
+from .connections import DucklakeConnectionManager
+from .environment import LakeHandle, commit_extra_info, dbt_command
 from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
 from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation

@@ -16,7 +16,7 @@ from typing import Any
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame, SparkSession
 
-from .connections import LakeHandle
+from .environment import LakeHandle
 from .spark.errors import spark_error_text
 from .spark.session import label_jobs
 

@@ -11,7 +11,7 @@ from dbt.adapters.base.relation import BaseRelation
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.errors import PySparkException
 
-from .connections import LakeHandle
+from .environment import LakeHandle
 from .spark.errors import spark_error_text
 
 

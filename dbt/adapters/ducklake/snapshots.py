@@ -12,7 +12,7 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from .connections import LakeHandle
+from .environment import LakeHandle
 from .spark.cdc import SnapshotColumns, changes_batch, source_of
 from .spark.errors import CdcError
 

@@ -4,7 +4,7 @@ dbt runs a node's post-hooks inside the node's transaction: a failing one undoes
 node. The hooks are ordinary statements that may read and change what the node just
 wrote (a DELETE on `this` after a MERGE), which a BEGIN … COMMIT block, reading the lake
 as of BEGIN, cannot serve. So the node's statements and its hooks commit one by one into
-a staging copy of the catalog (lake/stage.py, the machinery of `publish: atomic`), where
+a staging copy of the catalog (lake/staging_copy.py, the machinery of `publish: atomic`), where
 each sees the ones before, and dbt's commit publishes them as one snapshot of the real
 catalog (lake/publish.py). A failure before that publishes nothing and removes the
 files the node wrote. Maintenance calls (compaction, flushing) cannot be staged; in a

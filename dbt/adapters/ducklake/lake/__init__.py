@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .changes_made import qualified_name
     from .codec import Infinite, decode_scalar, stats_string
-    from .connect import parse_metadata
+    from .connect import MetadataLocation, parse_metadata, sqlite_location
     from .deletion_vectors import (
         CorruptDeletionVectorError,
         encode_blob,
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         is_deletion_vector,
         read_vectors,
     )
+    from .drafts import StagedTable
     from .errors import (
         CatalogExistsError,
         CatalogNotFoundError,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
         Snapshot,
         TableInfo,
         TableState,
+        TableStats,
         ViewInfo,
     )
     from .names import ACCEPTED_NAMES, name_problem
@@ -74,9 +76,8 @@ if TYPE_CHECKING:
     from .reader import CatalogReader
     from .rows import decode_default
     from .secrets import Secrets
-    from .stage import drop_stage, open_stage
     from .stage_sweep import sweep_stages
-    from .staged import StagedTable
+    from .staging_copy import drop_stage, open_stage
     from .transaction import Transaction
     from .types import (
         FLOAT_TYPES,
@@ -135,8 +136,8 @@ _HOME = {
     "staged_files": "publish",
     "staged_plans": "publish",
     "remove_staged_files": "publish",
-    "open_stage": "stage",
-    "drop_stage": "stage",
+    "open_stage": "staging_copy",
+    "drop_stage": "staging_copy",
     "sweep_stages": "stage_sweep",
     "LakeError": "errors",
     "MetadataConfigError": "errors",
@@ -147,7 +148,8 @@ _HOME = {
     "STAGING_PREFIX": "maintenance",
     "Secrets": "secrets",
     "Snapshot": "models",
-    "StagedTable": "staged",
+    "TableStats": "models",
+    "StagedTable": "drafts",
     "TableInfo": "models",
     "TableState": "models",
     "Transaction": "transaction",
@@ -168,6 +170,8 @@ _HOME = {
     "name_problem": "names",
     "parse_interval": "maintenance",
     "parse_metadata": "connect",
+    "MetadataLocation": "connect",
+    "sqlite_location": "connect",
     "parse_size": "options",
     "parse_type": "types",
     "qualified_name": "changes_made",
@@ -223,6 +227,7 @@ __all__ = [
     "Lake",
     "LakeError",
     "MetadataConfigError",
+    "MetadataLocation",
     "NameMap",
     "PartitionSpec",
     "S3Settings",
@@ -231,6 +236,7 @@ __all__ = [
     "StagedTable",
     "TableInfo",
     "TableState",
+    "TableStats",
     "Transaction",
     "UnsupportedFeatureError",
     "ViewInfo",
@@ -265,6 +271,7 @@ __all__ = [
     "remove_staged_files",
     "resolve_option",
     "rewrite_groups",
+    "sqlite_location",
     "staged_files",
     "staged_plans",
     "stats_string",

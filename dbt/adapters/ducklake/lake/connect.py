@@ -1,6 +1,6 @@
 """Turn a user's `metadata` string into a SQLAlchemy engine for the catalog database.
 
-Accepted forms (design.md): a SQLAlchemy URL (`sqlite:///x.sqlite`,
+Accepted forms (the profile's `metadata`, README): a SQLAlchemy URL (`sqlite:///x.sqlite`,
 `postgresql+psycopg://u@h/db`), DuckLake's attach form (`sqlite:x.sqlite`,
 `postgres:dbname=x host=y`, optionally prefixed with `ducklake:`), or a plain file path
 (SQLite).
@@ -89,7 +89,7 @@ def parse_metadata(metadata: str) -> MetadataLocation:
                     f"metadata {shown!r}: an in-memory SQLite catalog cannot be shared; "
                     "give a file path"
                 )
-            return _sqlite(path)
+            return sqlite_location(path)
         if driver in ("postgresql", "postgres"):
             rest = raw[url_match.end() :]
             return MetadataLocation("postgres", url=f"postgresql+psycopg://{rest}")
@@ -104,21 +104,22 @@ def parse_metadata(metadata: str) -> MetadataLocation:
         if scheme == "sqlite":
             if not rest:
                 raise MetadataConfigError(f"metadata {shown!r}: sqlite: needs a file path")
-            return _sqlite(rest)
+            return sqlite_location(rest)
         if scheme in ("postgres", "postgresql"):
             return MetadataLocation("postgres", url="", conninfo=rest.strip())
         raise MetadataConfigError(
             f"metadata {shown!r}: unsupported catalog type {scheme!r}; expected one of: "
             f"{ACCEPTED_FORMS}"
         )
-    return _sqlite(raw)
+    return sqlite_location(raw)
 
 
 def _looks_like_windows_drive(raw: str) -> bool:
     return len(raw) > 2 and raw[1] == ":" and raw[2] in "\\/"
 
 
-def _sqlite(path: str) -> MetadataLocation:
+def sqlite_location(path: str) -> MetadataLocation:
+    """The location of a SQLite catalog file (a staging copy's, say), already parsed."""
     abspath = os.path.abspath(os.path.expanduser(path))
     return MetadataLocation("sqlite", url=f"sqlite:///{abspath}", sqlite_path=abspath)
 

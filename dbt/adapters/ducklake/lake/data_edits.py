@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .drafts import StagedTable
 from .errors import InvalidChangeError
 from .models import DataFile
 from .plan import (
@@ -25,7 +26,6 @@ from .plan import (
     MergeAdjacentFiles,
     RewriteDeletedFiles,
 )
-from .staged import StagedTable
 
 
 class DataEdits:

@@ -1,4 +1,4 @@
-"""Write-audit-publish: the plans a build committed into its staging copy (stage.py)
+"""Write-audit-publish: the plans a build committed into its staging copy (staging_copy.py)
 become one snapshot of the real catalog, or are dropped together with their files.
 
 The plans are applied again, in their commit order, inside one write transaction of the

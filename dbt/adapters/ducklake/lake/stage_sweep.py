@@ -1,4 +1,4 @@
-"""Staging copies (stage.py) that dead builds left behind, swept once old enough.
+"""Staging copies (staging_copy.py) that dead builds left behind, swept once old enough.
 
 A build killed before it dropped its copy (SIGKILL, a lost machine) leaves the copy —
 SQLite: `<catalog>.stage-<tag>` files beside the catalog; PostgreSQL: a schema

@@ -95,7 +95,7 @@ class Store:
     @classmethod
     def open(
         cls,
-        metadata: str,
+        metadata: str | MetadataLocation,
         *,
         data_path: str | None = None,
         metadata_schema: str | None = None,
@@ -111,7 +111,8 @@ class Store:
         be recorded relative to a folder they are not in, and nobody could read them.
         `encrypted` (DuckDB's ENCRYPTED) creates an encrypted lake, and refuses an
         existing lake that is not: its files cannot be encrypted afterwards."""
-        location = parse_metadata(metadata)
+        # a caller that parsed the profile's string (the adapter) passes the result
+        location = metadata if isinstance(metadata, MetadataLocation) else parse_metadata(metadata)
         if metadata_schema and location.backend == "sqlite" and metadata_schema != "main":
             raise MetadataConfigError(
                 f"metadata_schema {metadata_schema!r}: SQLite catalogs keep their tables in "

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .drafts import ColumnDraft, StagedTable, check_transform, drafts_from_spec
 from .errors import CatalogExistsError, CatalogNotFoundError, InvalidChangeError
 from .names import check_name
 from .reader import CatalogReader
-from .staged import ColumnDraft, StagedTable, check_transform, drafts_from_spec
 from .types import ColumnSpec, check_promotion
 
 

@@ -16,6 +16,15 @@ from typing import Any
 
 from .commit import commit_plan
 from .data_edits import DataEdits
+from .drafts import (
+    ColumnDraft,
+    StagedSchema,
+    StagedTable,
+    StagedView,
+    drafts_from_spec,
+    new_uuid,
+    object_path,
+)
 from .errors import (
     CatalogExistsError,
     CatalogNotFoundError,
@@ -39,15 +48,6 @@ from .plan import (
     SetOption,
 )
 from .reader import CatalogReader
-from .staged import (
-    ColumnDraft,
-    StagedSchema,
-    StagedTable,
-    StagedView,
-    drafts_from_spec,
-    new_uuid,
-    object_path,
-)
 from .store import Store
 from .table_edits import TableEdits
 from .types import ColumnSpec

@@ -23,7 +23,7 @@ from ..lake import DataFile, DeleteFile, UnsupportedFeatureError
 
 ENGINE_JAR = Path(__file__).resolve().parent.parent / "jars" / "ducklake-jvm.jar"
 KEYED_FS = "ducklake.jvm.KeyedFileSystem"
-# the file systems a keyed read wraps, by scheme (S3A serves s3:// too, see storage.py)
+# the file systems a keyed read wraps, by scheme (S3A serves s3:// too: the adapter's storage.py)
 _DELEGATES = {
     "file": "org.apache.hadoop.fs.LocalFileSystem",
     "s3a": "org.apache.hadoop.fs.s3a.S3AFileSystem",

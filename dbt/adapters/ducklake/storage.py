@@ -16,13 +16,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ..lake import S3Settings
+from .lake import S3Settings
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 # the checkout's jar cache (`./dev jars`); DUCKLAKE_JARS points elsewhere
-_CHECKOUT_JARS = Path(__file__).resolve().parents[4] / ".jars"
+_CHECKOUT_JARS = Path(__file__).resolve().parents[3] / ".jars"
 
 
 def uses_s3(data_path: str | None) -> bool:

@@ -17,6 +17,7 @@ import time
 
 import sqlalchemy as sa
 
+from .connect import sqlite_location
 from .errors import MetadataConfigError
 from .lake import Lake
 from .stage_sweep import SCHEMA_PREFIX, SQLITE_MARK, stage_comment, sweep_stages
@@ -36,13 +37,11 @@ def open_stage(real: Store, tag: str) -> Lake:
     if real.backend == "sqlite":
         path = f"{real.location.sqlite_path}{SQLITE_MARK}{safe}"
         _copy_sqlite(real.location.sqlite_path, path)
-        stage = Lake.open(f"sqlite:///{path}", create=False, files=real.files)
+        stage = Lake.open(sqlite_location(path), create=False, files=real.files)
     else:
         schema = f"{SCHEMA_PREFIX}{safe}"
         _copy_postgres(real, schema)
-        stage = Lake.open(
-            _metadata_of(real), metadata_schema=schema, create=False, files=real.files
-        )
+        stage = Lake.open(real.location, metadata_schema=schema, create=False, files=real.files)
     stage.staged_from = stage.latest_snapshot().snapshot_id
     stage.option_defaults = dict(real.option_defaults)  # the profile's, as for the real
     stage.commit_log = []
@@ -125,11 +124,6 @@ def _copy_postgres(real: Store, schema: str) -> None:
                 conn.exec_driver_sql(
                     f'INSERT INTO "{schema}"."{name}" SELECT * FROM "{source}"."{name}"'
                 )
-
-
-def _metadata_of(real: Store) -> str:
-    loc = real.location
-    return loc.url if loc.url else f"postgres:{loc.conninfo}"
 
 
 def _literal(text: str) -> str:
