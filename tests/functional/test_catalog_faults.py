@@ -1,5 +1,5 @@
 """Catalog faults mid-build: a PostgreSQL catalog whose connections die while `dbt build`
-runs (issue 38).
+runs.
 
 One small project — a seed, a table, a view, a Python incremental MERGE model (more
 rows than DuckLake inlines, so its commits write Parquet and delete files), a table over

@@ -1,7 +1,7 @@
 """The catalog rows of maintenance commits: compactions and flushes of inlined data.
 
 maintenance.py decides what to compact; this module only writes what the plan says,
-with the rules of DuckDB's extension (ducklake-facts.md).
+with the rules of DuckDB's extension (as the tests check against it).
 """
 
 from __future__ import annotations

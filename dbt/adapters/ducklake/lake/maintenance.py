@@ -1,7 +1,7 @@
 """Maintenance on the catalog: which files compaction may merge or rewrite, expiring
 snapshots, and the files that may be deleted afterwards.
 
-The rules follow DuckDB's extension (see ducklake-facts.md): merged files replace their
+The rules follow DuckDB's extension (as the tests check against it): merged files replace their
 inputs for every snapshot (the inputs' rows leave the catalog and their paths are
 scheduled for deletion); rewritten files end their inputs; expiring removes snapshot rows
 and whatever only those snapshots could see; nothing is deleted from storage before it
