@@ -73,7 +73,7 @@ class DucklakeConnectionManager(SQLConnectionManager):
             logger.debug(f"error running:\n{sql}")
             secrets = self.profile.credentials.secrets()  # type: ignore[attr-defined]
             handle = self.get_thread_connection().handle
-            written_as = handle.sql.written_as if isinstance(handle, LakeHandle) else {}
+            written_as = handle.written_as if isinstance(handle, LakeHandle) else {}
             raise DbtDatabaseError(secrets.mask(_short(exc, written_as))) from exc
 
     def cancel(self, connection: Connection) -> None:

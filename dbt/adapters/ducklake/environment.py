@@ -22,9 +22,11 @@ from pyspark.sql.types import VariantVal
 from .__version__ import version as adapter_version
 from .atomic import publish_mode, staged_lake
 from .credentials import DucklakeCredentials
-from .lake import Infinite, Lake, Snapshot
+from .lake import Infinite, Lake, LakeError, Snapshot
+from .spark.calls import CallRows, catalog_only_call
 from .spark.collect import collect_rows
 from .spark.engine import CommitInfo
+from .spark.errors import CallError, LakeSQLError
 from .spark.notices import take_notices
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
@@ -42,6 +44,7 @@ class LakeCursor:
     def __init__(self, handle: LakeHandle):
         self.handle = handle
         self._df: DataFrame | None = None
+        self._rows: list[tuple[Any, ...]] | None = None  # answered without Spark
         self.snapshot: Snapshot | None = None
         self.description: list[tuple[Any, ...]] | None = None
         self.rowcount = -1
@@ -54,6 +57,12 @@ class LakeCursor:
             )
         if self.handle.cancelled.is_set():
             raise DbtRuntimeError(f"{self.handle.job_group}: cancelled; nothing was committed")
+        self._df, self._rows, self.snapshot, self.description = None, None, None, None
+        answered = self.handle.catalog_only(sql)
+        if answered is not None:
+            self._rows = answered.rows
+            self.description = [(n, t, None, None, None, None, True) for n, t in answered.columns]
+            return
         label_jobs(self.handle.spark, self.handle.job_group, self.handle.job_group)
         self.handle.busy.set()
         try:
@@ -61,7 +70,6 @@ class LakeCursor:
         finally:
             self.handle.busy.clear()
             self.handle.show_notices()
-        self._df, self.snapshot, self.description = None, None, None
         if isinstance(result, DataFrame):
             self._df = result
             self.description = [
@@ -73,11 +81,15 @@ class LakeCursor:
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         # results dbt asks for (tests, dbt show, introspection) are meant to be small
+        if self._rows is not None:
+            return _shown(self._rows)
         if self._df is None:
             return []
         return _shown(collect_rows(self._df))
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        if self._rows is not None:
+            return _shown(self._rows[:size])
         if self._df is None:
             return []
         return _shown(collect_rows(self._df, size))
@@ -134,6 +146,8 @@ class LakeHandle:
         self._lake = lake
         self._spark: SparkSession | None = None
         self._home: LakeSQL | None = None
+        # what the home LakeSQL's snapshots carry; kept here until a statement needs it
+        self._home_commit = CommitInfo(author=credentials.author)
         self._starting = threading.Lock()
         self.node: StagedNode | None = None  # a node building into a staging copy
         self.shown: set[tuple[str, str]] = set()  # (model, notice) already in the output
@@ -151,6 +165,16 @@ class LakeHandle:
                 self._spark = spark
             return self._spark
 
+    def catalog_only(self, sql: str) -> CallRows | None:
+        """The result of a statement that needs only the catalog (expiring snapshots),
+        outside a BEGIN … COMMIT block: such a run-operation never starts a JVM."""
+        if self._home is not None and self.sql.in_transaction:
+            return None
+        try:
+            return catalog_only_call(self.lake, sql)
+        except (CallError, LakeError) as exc:
+            raise LakeSQLError(str(exc)) from exc
+
     @property
     def home(self) -> LakeSQL:
         """Statements on the lake itself (not a node's staging copy)."""
@@ -160,7 +184,7 @@ class LakeHandle:
                 self._lake,
                 default_schema=self.credentials.schema,
                 catalog_name=self.credentials.database,
-                commit=CommitInfo(author=self.credentials.author),
+                commit=self._home_commit,
             )
         return self._home
 
@@ -205,15 +229,33 @@ class LakeHandle:
                     "ducklake_delete_orphaned_files removes them"
                 )
 
+    @property
+    def written_as(self) -> dict[str, str]:
+        """How the last statement's relations were named in Spark (for its errors)."""
+        if self.node is None and self._home is None:
+            return {}  # no statement reached Spark
+        return self.sql.written_as
+
+    @property
+    def commit(self) -> CommitInfo:
+        if self.node is not None:
+            return self.node.sql.commit
+        return self._home.commit if self._home is not None else self._home_commit
+
     def set_commit(self, message: str | None, extra_info: Any) -> None:
-        self.sql.commit = CommitInfo(
-            author=self.credentials.author, message=message, extra_info=extra_info
-        )
+        """What the next snapshots carry; setting it starts no JVM."""
+        info = CommitInfo(author=self.credentials.author, message=message, extra_info=extra_info)
+        if self.node is not None:
+            self.node.sql.commit = info
+        elif self._home is not None:
+            self._home.commit = info
+        else:
+            self._home_commit = info
 
     def ensure_commit_context(self, connection_name: str | None, target: str | None) -> None:
         """Snapshots written outside a node's build (hooks, run-operation, schema
         creation) still name the run: the command, the connection, the invocation id."""
-        if self.sql.commit.message is not None:
+        if self.commit.message is not None:
             return
         command = dbt_command() or "command"
         name = connection_name or "?"

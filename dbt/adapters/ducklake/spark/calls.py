@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from . import maintenance as mt
 from .engine import CommitInfo
 from .errors import CallError
 from .local_rows import local_frame
+from .statements import without_leading_comments
 
 _CALL = re.compile(
     r"^\s*CALL\s+((?:[A-Za-z_][\w]*\.)?[A-Za-z_][\w]*)\s*\((.*)\)\s*;?\s*$", re.I | re.S
@@ -132,7 +133,17 @@ def _snapshot_ids(versions: Any) -> list[int]:
     return ids
 
 
+_EXPIRED_SCHEMA = (
+    "snapshot_id bigint, snapshot_time timestamp, schema_version bigint, changes string, "
+    "author string, commit_message string, commit_extra_info string"
+)
+
+
 def _expire(spark: SparkSession, lake: Lake, commit: CommitInfo, pos: Args, kw: Kw) -> DataFrame:
+    return _frame(spark, _expired(lake, kw), _EXPIRED_SCHEMA)
+
+
+def _expired(lake: Lake, kw: Kw) -> list[dict[str, Any]]:
     _allow("ducklake_expire_snapshots", kw, "versions", "older_than", "dry_run")
     versions = kw.get("versions")
     snaps = mt.expire_snapshots(
@@ -141,7 +152,7 @@ def _expire(spark: SparkSession, lake: Lake, commit: CommitInfo, pos: Args, kw: 
         older_than=_time(kw.get("older_than")),
         dry_run=bool(kw.get("dry_run", False)),
     )
-    rows = [
+    return [
         {
             "snapshot_id": s.snapshot_id,
             "snapshot_time": s.snapshot_time,
@@ -153,12 +164,32 @@ def _expire(spark: SparkSession, lake: Lake, commit: CommitInfo, pos: Args, kw: 
         }
         for s in snaps
     ]
-    return _frame(
-        spark,
-        rows,
-        "snapshot_id bigint, snapshot_time timestamp, schema_version bigint, changes string, "
-        "author string, commit_message string, commit_extra_info string",
-    )
+
+
+@dataclass(frozen=True)
+class CallRows:
+    """A CALL's result answered from the catalog alone: (name, Spark type) per column."""
+
+    columns: list[tuple[str, str]]
+    rows: list[tuple[Any, ...]]
+
+
+def catalog_only_call(lake: Lake, text: str) -> CallRows | None:
+    """`CALL ducklake_expire_snapshots(…)`, which only reads and writes the catalog,
+    answered without Spark: a run-operation that expires snapshots starts no JVM. None
+    for every other statement (and inside a staging copy, where run_call says why
+    maintenance cannot run)."""
+    match = _CALL.match(without_leading_comments(text))
+    if match is None or match.group(1).lower() != "ducklake_expire_snapshots":
+        return None
+    if lake.staged_from is not None:
+        return None
+    positional, named = _arguments(match.group(2))
+    if not positional or not isinstance(positional[0], str) or len(positional) > 1:
+        return None  # run_call names what is wrong
+    columns = [tuple(part.strip().split(" ", 1)) for part in _EXPIRED_SCHEMA.split(",")]
+    rows = _expired(lake, named)
+    return CallRows([(n, t) for n, t in columns], [tuple(r[n] for n, _t in columns) for r in rows])
 
 
 def _files(

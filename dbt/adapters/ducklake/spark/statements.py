@@ -35,6 +35,14 @@ _SORT = re.compile(
 )
 
 
+_LEADING_COMMENTS = re.compile(r"^(?:\s*(?:/\*.*?\*/|--[^\n]*(?:\n|$)))*\s*", re.DOTALL)
+
+
+def without_leading_comments(text: str) -> str:
+    """The statement after the comments before it (dbt prefixes a /* query comment */)."""
+    return _LEADING_COMMENTS.sub("", text)
+
+
 def split_statements(text: str) -> list[str]:
     """The statements of a script, split on semicolons outside strings and comments."""
     cuts = [
