@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         is_deletion_vector,
         read_vectors,
     )
-    from .drafts import StagedTable
+    from .drafts import ColumnDraft, StagedTable
     from .errors import (
         CatalogExistsError,
         CatalogNotFoundError,
@@ -150,6 +150,7 @@ _HOME = {
     "Snapshot": "models",
     "TableStats": "models",
     "StagedTable": "drafts",
+    "ColumnDraft": "drafts",
     "TableInfo": "models",
     "TableState": "models",
     "Transaction": "transaction",
@@ -204,6 +205,7 @@ __all__ = [
     "CatalogNotFoundError",
     "CatalogReader",
     "Column",
+    "ColumnDraft",
     "ColumnSpec",
     "ColumnStats",
     "CommitConflictError",

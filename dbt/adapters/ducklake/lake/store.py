@@ -7,6 +7,7 @@ through a Store; nothing here knows about them, so lake/ has no import cycle.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator
@@ -86,6 +87,7 @@ class Store:
         # fields such as write_deletion_vectors)
         self.option_defaults: dict[str, str] = {}
         self._existing_tables: set[str] = set()
+        self._shared_read = threading.local()  # see `reading`
         # a staging copy of another catalog (write-audit-publish, publish.py): the real
         # catalog's snapshot it was copied at, and every plan committed here, in order
         self.staged_from: int | None = None
@@ -225,9 +227,30 @@ class Store:
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A read transaction (a consistent view of the catalog on both backends)."""
+        """A read transaction (a consistent view of the catalog on both backends), or
+        the one `reading` holds open."""
+        shared = getattr(self._shared_read, "conn", None)
+        if shared is not None:
+            yield shared
+            return
         with self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads in this thread share one read transaction until the block ends: a small
+        statement that asks the catalog a dozen questions pays for one connection.
+        Commit after the block, never inside it: a SQLite catalog without WAL lets no
+        writer finish while a read transaction is open."""
+        if getattr(self._shared_read, "conn", None) is not None:
+            yield
+            return
+        with self.engine.connect() as conn, conn.begin():
+            self._shared_read.conn = conn
+            try:
+                yield
+            finally:
+                self._shared_read.conn = None
 
     @contextmanager
     def write_connection(self) -> Iterator[Connection]:

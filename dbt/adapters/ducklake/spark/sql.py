@@ -26,6 +26,7 @@ from .catalog_queries import (
 )
 from .ddl import column_spec, drop_dependent_views, run_ddl
 from .dml import delete_where, update_where
+from .driver_dml import delete_on_driver, update_on_driver
 from .engine import CommitInfo, begin, create_table_as, in_transaction, insert_into
 from .errors import (
     CallError,
@@ -36,7 +37,9 @@ from .errors import (
     spark_error_text,
     spark_syntax_error,
 )
-from .merge import Aliases, When, equal_keys, merge_into
+from .literal_insert import insert_literals
+from .merge import Aliases, equal_keys, merge_into
+from .merge_sql import unqualify, when_clauses
 from .scan import ScanMetrics
 from .sql_blocks import TransactionBlock
 from .sql_rewrite import QueryRewriter, parse
@@ -48,13 +51,13 @@ from .statements import (
     extract_create_layout,
     parse_layout_alter,
     split_statements,
+    without_leading_comments,
 )
 from .view_types import Columns, has_typed_operations
 from .views import read_columns
 
 __all__ = ["LakeSQL", "LakeSQLError"]
 
-_LEADING_COMMENTS = re.compile(r"^(?:\s*(?:/\*.*?\*/|--[^\n]*(?:\n|$)))*\s*", re.DOTALL)
 _SESSION = re.compile(r"^\s*(SET|RESET)\b", re.I)  # Spark session settings
 _EXPLAIN = re.compile(r"^\s*EXPLAIN(\s+(?:EXTENDED|FORMATTED|CODEGEN|COST))?\s+", re.I)
 
@@ -158,7 +161,7 @@ class LakeSQL:
         return tree.sql(dialect="spark") if expanded else text
 
     def _statement(self, text: str) -> Result:
-        bare = _LEADING_COMMENTS.sub("", text)  # dbt prefixes a /* query comment */
+        bare = without_leading_comments(text)
         if self.block.is_control(bare):
             return self.block.control(bare, self.commit)
         for handler in (self._command, self._layout_statement):
@@ -241,6 +244,9 @@ class LakeSQL:
         if isinstance(tree, exp.Create) and is_table and tree.expression is not None:
             return _Done(self._ctas(tree, text))
         if isinstance(tree, exp.Delete | exp.Update):
+            on_driver = self._change_on_driver(tree)
+            if on_driver is not None:
+                return on_driver
             schema, name = self._target(tree.this)
             where = tree.args.get("where")
             cond = where.this.sql(dialect="spark") if where is not None else None
@@ -266,6 +272,28 @@ class LakeSQL:
                 )
             return _Done(None)
         return None
+
+    def _change_on_driver(self, tree: exp.Delete | exp.Update) -> _Done | None:
+        """A DELETE / UPDATE of an all-inlined table that `driver_dml` can decide."""
+        target = tree.this
+        if not isinstance(target, exp.Table) or target.alias:
+            return None
+        named = (target.db or self.default_schema, target.name)
+        where = tree.args.get("where")
+        condition = where.this if where is not None else None
+        if isinstance(tree, exp.Delete):
+            done, snapshot = delete_on_driver(self.lake, self.commit, self._tx, named, condition)
+        else:
+            plain = all(
+                isinstance(e, exp.EQ) and isinstance(e.this, exp.Column) for e in tree.expressions
+            )
+            if not plain:
+                return None
+            sets = [(e.this.name, e.expression) for e in tree.expressions]
+            done, snapshot = update_on_driver(
+                self.lake, self.commit, self._tx, named, sets, condition
+            )
+        return _Done(snapshot) if done else None
 
     def _definition(self, tree: exp.Expression, text: str) -> _Done | None:
         """DDL: temporary views stay in Spark, the rest changes the lake's catalog."""
@@ -366,7 +394,6 @@ class LakeSQL:
     def _insert(self, tree: exp.Insert, text: str) -> Snapshot | None:
         target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
         overwrite = bool(tree.args.get("overwrite"))
-        schema, name = self._target(target, reads=overwrite)
         rest = text[_end_of(target) :]
         partition = target.args.get("partition") is not None
         if partition:  # INSERT OVERWRITE t PARTITION (...): replace only the new partitions
@@ -378,6 +405,14 @@ class LakeSQL:
         if isinstance(tree.this, exp.Schema):  # an explicit column list
             rest = rest[_balanced_end(rest) :]
             listed = [c.name for c in tree.this.expressions]
+        if not overwrite and not partition and _plain_values(tree, target, rest):
+            named = (target.db or self.default_schema, target.name)
+            done, snapshot = insert_literals(
+                self.lake, self.commit, self._tx, named, tree.expression, listed
+            )
+            if done:
+                return snapshot
+        schema, name = self._target(target, reads=overwrite)
         df = self.query(rest)
         if listed is not None:
             df = self._by_name(df, schema, name, listed)
@@ -466,9 +501,9 @@ class LakeSQL:
             source = self.query(f"SELECT * FROM {plain.sql(dialect='spark')}")
         else:
             source = self.query(using.this.sql(dialect="spark"))
-        _unqualify(tree, (target, t_alias), (using, s_alias))
+        unqualify(tree, (target, t_alias), (using, s_alias))
         on = tree.args["on"].sql(dialect="spark")
-        clauses = _when_clauses(tree)
+        clauses = when_clauses(tree)
         aliases = Aliases(t_alias, s_alias)
         target_scan = ScanMetrics()
         done = merge_into(
@@ -490,58 +525,11 @@ class LakeSQL:
         return done
 
 
-def _when_clauses(tree: exp.Merge) -> list[When]:
-    """The WHEN clauses of a parsed MERGE, in order, as the engine takes them."""
-    clauses = []
-    whens = tree.args.get("whens")
-    for w in whens.expressions if whens is not None else tree.expressions:
-        matched = bool(w.args.get("matched"))
-        by_source = bool(w.args.get("source"))
-        kind = "matched" if matched else ("not_matched_by_source" if by_source else "not_matched")
-        cond = w.args.get("condition")
-        then = w.args.get("then")
-        condition = cond.sql(dialect="spark") if cond is not None else None
-        if isinstance(then, exp.Update):
-            values = (
-                None
-                if then.expressions == [exp.Star()] or not then.expressions
-                else {e.this.name: e.expression.sql(dialect="spark") for e in then.expressions}
-            )
-            clauses.append(When(kind, "update", condition, values))
-        elif isinstance(then, exp.Insert):
-            cols, vals = then.this, then.expression
-            if isinstance(cols, exp.Star) or cols is None:
-                clauses.append(When(kind, "insert", condition, None))
-            else:
-                names = [c.name for c in cols.expressions]
-                exprs = [v.sql(dialect="spark") for v in vals.expressions]
-                clauses.append(
-                    When(kind, "insert", condition, dict(zip(names, exprs, strict=True)))
-                )
-        elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
-            clauses.append(When(kind, "delete", condition))
-        else:
-            raise LakeSQLError(f"MERGE clause {w.sql(dialect='spark')!r} is not supported")
-    return clauses
-
-
-def _unqualify(tree: exp.Merge, *sides: tuple[exp.Expression, str]) -> None:
-    """`schema.table.column` (valid in Spark and DuckDB when a MERGE side has no alias)
-    becomes `alias.column`, the form the engine resolves."""
-    for column in tree.find_all(exp.Column):
-        db = column.args.get("db")
-        if db is None:
-            continue
-        for side, alias in sides:
-            if not isinstance(side, exp.Table) or side.alias:
-                continue
-            same_table = column.table.lower() == side.name.lower()
-            side_db = side.args.get("db")
-            if same_table and (side_db is None or side_db.name.lower() == db.name.lower()):
-                column.set("db", None)
-                column.set("catalog", None)
-                column.set("table", exp.to_identifier(alias))
-                break
+def _plain_values(tree: exp.Insert, target: exp.Expression, text: str) -> bool:
+    """VALUES into a table, with no escapes or double quotes, whose meaning Spark's
+    settings could change (`literal_insert` decides the rest)."""
+    plain = isinstance(tree.expression, exp.Values) and isinstance(target, exp.Table)
+    return plain and not any(c in text for c in '\\"')
 
 
 def _view_text(tree: exp.Expression, text: str) -> str | None:
