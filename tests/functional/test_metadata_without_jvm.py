@@ -1,5 +1,7 @@
 """Run-operations that need only the catalog start no JVM: snapshot history, expiring
-snapshots (dry run or not) and setting an option answer from the catalog alone.
+snapshots (dry run or not) and setting an option answer from the catalog alone; so does
+`dbt source freshness` for a lake source without a `loaded_at_field`, from the time of
+the last snapshot that changed the table.
 
 Each runs as a user runs it, `dbt run-operation` in a fresh process, with `JAVA_HOME`
 pointing nowhere: starting Spark there fails, as the model build of the same project
@@ -8,8 +10,10 @@ shows, so a run-operation that passes started none.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 from dbt.adapters.ducklake.lake import Lake
@@ -87,3 +91,43 @@ def test_catalog_only_run_operations_start_no_jvm(sqlite_catalog: Catalog, tmp_p
     duck.attach(con, sqlite_catalog.duckdb_attach)
     assert con.execute("SELECT count(*) FROM lake.main.t").fetchone() == (3,)
     con.close()
+
+
+SOURCES = """
+sources:
+  - name: lake
+    schema: main
+    config:
+      freshness:
+        warn_after: {count: 1, period: day}
+    tables:
+      - name: t
+"""
+
+
+def _max_loaded_at(project: Path) -> datetime:
+    code, output, _ = _run(project, ["source", "freshness"])
+    assert code == 0, output
+    assert "PASS freshness of lake.t" in output, output
+    results = json.loads((project / "target" / "sources.json").read_text())["results"]
+    assert [r["unique_id"] for r in results] == ["source.meta.lake.t"]
+    return datetime.fromisoformat(results[0]["max_loaded_at"])
+
+
+def test_source_freshness_from_the_catalog(sqlite_catalog: Catalog, tmp_path: Path) -> None:
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach, data_path=sqlite_catalog.data_path)
+    con.execute("CREATE TABLE lake.main.t (id BIGINT)")
+    con.execute("INSERT INTO lake.main.t VALUES (1), (2)")
+    con.execute("CALL ducklake_flush_inlined_data('lake')")  # moves rows, changes none
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    snapshots = lake.snapshots()
+    assert "inlined_insert" in str(snapshots[-2].changes)
+    assert "flush" in str(snapshots[-1].changes)
+    project = _project(tmp_path, sqlite_catalog)
+    (project / "models" / "sources.yml").write_text(SOURCES)
+    assert _max_loaded_at(project) == snapshots[-2].snapshot_time
+
+    con.execute("DELETE FROM lake.main.t WHERE id = 1")
+    con.close()
+    assert _max_loaded_at(project) == lake.latest_snapshot().snapshot_time

@@ -28,6 +28,7 @@ from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager
 from .environment import LakeHandle, commit_extra_info, dbt_command
+from .freshness import FRESHNESS_FROM_METADATA, MetadataFreshness
 from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
 from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation
@@ -48,11 +49,12 @@ class DucklakeConfig(AdapterConfig):
     merge_exclude_columns: list[str] | None = None
 
 
-class DucklakeAdapter(SQLAdapter):
+class DucklakeAdapter(MetadataFreshness, SQLAdapter):
     Relation = DucklakeRelation
     Column = DucklakeColumn
     ConnectionManager = DucklakeConnectionManager
     AdapterSpecificConfigs = DucklakeConfig
+    _capabilities = FRESHNESS_FROM_METADATA
 
     CONSTRAINT_SUPPORT = {
         ConstraintType.check: ConstraintSupport.NOT_SUPPORTED,

@@ -7,11 +7,14 @@ import os
 from datetime import datetime
 from typing import Any
 
-from .changes_made import qualified_name
+from .changes_made import COMPACTION_KINDS, qualified_name
 from .models import Snapshot
 from .reader import CatalogReader
 from .store import Store
 from .transaction import Transaction
+
+# changes that move a table's rows without changing them
+_MOVES_ROWS = COMPACTION_KINDS | {"inline_flush", "flushed_inlined"}
 
 
 class Lake(Store):
@@ -26,6 +29,19 @@ class Lake(Store):
         renames); the catalog filters them, so the cost follows the table's history."""
         ids = self.catalog().table_ids_ever(schema, name)
         return self.snapshots_touching(ids, [qualified_name(schema, name)])
+
+    def last_change(self, schema: str, name: str) -> Snapshot | None:
+        """The newest snapshot that changed the rows or definition of `schema.name`
+        (`dbt source freshness` reads its time). Maintenance (compaction, flushing
+        inlined rows) moves rows without changing them and does not count."""
+        ids = self.catalog().table_ids_ever(schema, name)
+        named = qualified_name(schema, name).lower()
+        wanted = {str(i) for i in ids} | {named}
+        for snapshot in reversed(self.snapshots_touching(ids, [named])):
+            changes = snapshot.changes
+            if any(c.value.lower() in wanted and c.kind not in _MOVES_ROWS for c in changes):
+                return snapshot
+        return None
 
     def transaction(
         self,
