@@ -276,8 +276,9 @@ class LakeSQL:
     def _change_on_driver(self, tree: exp.Delete | exp.Update) -> _Done | None:
         """A DELETE / UPDATE of an all-inlined table that `driver_dml` can decide."""
         target = tree.this
-        if not isinstance(target, exp.Table) or target.alias:
-            return None
+        more = [k for k, v in tree.args.items() if v and k not in ("this", "where", "expressions")]
+        if not isinstance(target, exp.Table) or target.alias or more:
+            return None  # FROM, USING, RETURNING, …: Spark's path decides
         named = (target.db or self.default_schema, target.name)
         where = tree.args.get("where")
         condition = where.this if where is not None else None
