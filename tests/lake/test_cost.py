@@ -3,7 +3,6 @@ of files, and a commit writes rows in proportion to what it changes."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -81,13 +80,12 @@ def test_table_state_queries_do_not_grow_with_files(catalog: Catalog) -> None:
         tx.add_data_files(tx.table("main", "t"), _fake_files(1990, 10))
     large = lake
     with counting(large) as many:
-        started = time.perf_counter()
         _read_state(large)
-        elapsed = time.perf_counter() - started
     assert len(large.catalog().data_files(large.catalog().table("main", "t"))) == 2000
+    # the same statements whatever the file count (a wall-clock bound here failed on a
+    # loaded machine; speed is the benchmarks' to measure)
     assert many.statements == few.statements
     assert many.statements <= 24  # snapshot lookup, BEGINs and a dozen table queries
-    assert elapsed < 1.0, f"reading 2,000 files' metadata took {elapsed:.2f}s"
 
 
 def test_commit_rows_are_proportional_to_the_change(catalog: Catalog) -> None:

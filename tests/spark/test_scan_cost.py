@@ -67,8 +67,9 @@ def test_planning_a_2000_file_scan_is_bounded(spark, sqlite_catalog: Catalog, tm
     queries, elapsed, metrics = _plan(spark, big)
     assert metrics.files_read == 2000
     assert queries == small_queries  # the same queries for 20 and 2,000 files
+    # its time is bench/scan_planning.py's to measure (a wall-clock bound here is at the
+    # mercy of a loaded machine)
     print(f"planning a scan of 2,000 files: {elapsed:.3f}s, {queries} metadata statements")
-    assert elapsed < 1.0, f"planning took {elapsed:.2f}s"
     queries, elapsed, metrics = _plan(spark, big, [Predicate("id", "=", 12345)])
     assert metrics.files_read == 1 and queries == small_queries
     assert scan_table(spark, big, "main", "many").count() == 4000
