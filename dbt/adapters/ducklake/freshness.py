@@ -42,15 +42,17 @@ class MetadataFreshness:
         lake = self._handle().lake
         now = datetime.now(UTC)
         found: dict[BaseRelation, FreshnessResponse] = {}
-        for source in sources:
-            schema, name = source.schema or "", source.identifier or ""
-            if lake.catalog().find_table(schema, name) is None:
-                raise DbtRuntimeError(
-                    f"source {source}: no lake table {schema}.{name}, so it has no last "
-                    "change to report; set a loaded_at_field, or point the source at a table"
+        with lake.reading():  # one catalog connection for every source
+            for source in sources:
+                schema, name = source.schema or "", source.identifier or ""
+                if lake.catalog().find_table(schema, name) is None:
+                    raise DbtRuntimeError(
+                        f"source {source}: no lake table {schema}.{name}, so it has no last "
+                        "change to report; set a loaded_at_field, or point the source at a "
+                        "table"
+                    )
+                last = lake.last_change(schema, name)
+                found[source] = self._create_freshness_response(
+                    last.snapshot_time if last is not None else None, now
                 )
-            last = lake.last_change(schema, name)
-            found[source] = self._create_freshness_response(
-                last.snapshot_time if last is not None else None, now
-            )
         return [AdapterResponse(_message="OK (from the catalog)")], found

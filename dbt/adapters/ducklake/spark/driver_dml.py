@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from ..lake import CatalogNotFoundError, Column, Lake, Snapshot, StagedTable, Transaction
-from .engine import CommitInfo, begin, inlining_limit
+from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
+from .engine import CommitInfo, inlining_limit, staged_on_driver
 from .literal_insert import NotCertain, literal_value
 
 __all__ = ["delete_on_driver", "update_on_driver"]
@@ -108,27 +108,21 @@ def _on_driver(
     target: tuple[str, str],
     stage: Callable[[Transaction, StagedTable, list[tuple[int, Row]]], bool],
 ) -> tuple[bool, Snapshot | None]:
-    with lake.reading():  # one catalog connection for the questions below
-        if tx is not None and tx.has_changed(*target):
-            return False, None  # Spark's path says why a changed table is not read
-        own = begin(lake, commit) if tx is None else None
-        staging = tx or own
-        assert staging is not None
-        try:
-            table = staging.table(*target)
-            info = staging.catalog.find_table(*target)
-        except CatalogNotFoundError:
-            return False, None  # Spark's path names what is missing
+    if tx is not None and tx.has_changed(*target):
+        return False, None  # Spark's path says why a changed table is not read
+
+    def with_rows(staging: Transaction, table: StagedTable) -> bool:
+        info = staging.catalog.find_table(*target)
         if info is None or table.table_id is None or staging.catalog.data_files(info):
-            return False, None  # rows in files: Spark reads them
+            return False  # rows in files: Spark reads them
         names = {c.column_id: c.name.lower() for c in table.column_list()}
         rows = [
             (r.row_id, {names[cid]: v for cid, v in r.values.items() if cid in names})
             for r in staging.catalog.inlined_rows(table.table_id)
         ]
-        if not stage(staging, table, rows):
-            return False, None  # an own transaction is dropped unstaged: nothing to undo
-    return True, own.commit() if own is not None else None
+        return stage(staging, table, rows)
+
+    return staged_on_driver(lake, commit, tx, target, with_rows)
 
 
 def _assignments(

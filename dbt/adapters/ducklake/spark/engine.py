@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from ..lake import (
     AddDataFiles,
+    CatalogNotFoundError,
     Column,
     ColumnSpec,
     Infinite,
@@ -73,6 +74,30 @@ def in_transaction(
     own = begin(lake, commit)
     stage(own)
     return own.commit()
+
+
+def staged_on_driver(
+    lake: Lake,
+    commit: CommitInfo | None,
+    tx: Transaction | None,
+    target: tuple[str, str],
+    stage: Callable[[Transaction, StagedTable], bool],
+) -> tuple[bool, Snapshot | None]:
+    """`in_transaction` for a change the driver may decline: `stage` gets the target
+    table and returns False having staged nothing (Spark's path then runs the statement,
+    and names a missing table). Its catalog reads share one connection; the commit
+    follows them, outside it."""
+    with lake.reading():
+        own = begin(lake, commit) if tx is None else None
+        staging = tx or own
+        assert staging is not None
+        try:
+            table = staging.table(*target)
+        except CatalogNotFoundError:
+            return False, None
+        if not stage(staging, table):
+            return False, None  # an own transaction is dropped unstaged: nothing to undo
+    return True, own.commit() if own is not None else None
 
 
 def write_options(lake: Lake, table: StagedTable) -> WriteOptions:

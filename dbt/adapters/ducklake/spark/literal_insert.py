@@ -20,16 +20,16 @@ from typing import Any
 from sqlglot import exp
 
 from ..lake import (
-    CatalogNotFoundError,
     Column,
     ColumnDraft,
     Lake,
     Snapshot,
+    StagedTable,
     Transaction,
     decimal_params,
     is_decimal,
 )
-from .engine import CommitInfo, begin, inlining_limit
+from .engine import CommitInfo, inlining_limit, staged_on_driver
 
 __all__ = ["NotCertain", "insert_literals", "literal_rows", "literal_value"]
 
@@ -60,19 +60,15 @@ def insert_literals(
 ) -> tuple[bool, Snapshot | None]:
     """Stage the literal rows as inlined rows (committed here unless `tx` is the caller's).
     Returns (False, None) with nothing staged when Spark must run the statement."""
-    with lake.reading():  # the questions below share one catalog connection
-        own = begin(lake, commit) if tx is None else None
-        staging = tx or own
-        assert staging is not None
-        try:
-            table = staging.table(*target)
-        except CatalogNotFoundError:
-            return False, None  # Spark's path names what is missing
+
+    def stage(staging: Transaction, table: StagedTable) -> bool:
         rows = literal_rows(values, table.columns, listed)
         if rows is None or not rows or len(rows) > inlining_limit(lake, table):
-            return False, None  # an own transaction is dropped unstaged: nothing to undo
+            return False
         staging.insert_inlined(table, rows)
-    return True, own.commit() if own is not None else None
+        return True
+
+    return staged_on_driver(lake, commit, tx, target, stage)
 
 
 def literal_rows(
