@@ -197,6 +197,11 @@ class LakeHandle:
     def lake(self) -> Lake:
         return self.node.sql.lake if self.node is not None else self._lake
 
+    @property
+    def atomic(self) -> bool:
+        """Under `publish: atomic`: every statement goes to the build's staging copy."""
+        return self._lake.staged_from is not None
+
     def stage_node(self) -> bool:
         """The node about to build has post-hooks inside its transaction: its statements
         commit into a staging copy until dbt's commit (`staged_node`). Not under

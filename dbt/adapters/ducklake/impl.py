@@ -24,6 +24,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .atomic import finish
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
+from .change_windows import ChangeFeedWindows
 from .checks import check_key_columns, check_node_names
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager
@@ -37,6 +38,8 @@ from .snapshots import consumed_snapshot, plan_changes_snapshot
 from .spark.types import spark_type
 from .spark.views import scan_relation
 
+STRATEGIES = ("append", "merge", "delete+insert", "insert_overwrite", "microbatch", "apply_changes")
+
 
 @dataclass
 class DucklakeConfig(AdapterConfig):
@@ -49,7 +52,7 @@ class DucklakeConfig(AdapterConfig):
     merge_exclude_columns: list[str] | None = None
 
 
-class DucklakeAdapter(MetadataFreshness, SQLAdapter):
+class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
     Relation = DucklakeRelation
     Column = DucklakeColumn
     ConnectionManager = DucklakeConnectionManager
@@ -79,7 +82,7 @@ class DucklakeAdapter(MetadataFreshness, SQLAdapter):
         return "`" + identifier.replace("`", "``") + "`"
 
     def valid_incremental_strategies(self) -> list[str]:
-        return ["append", "merge", "delete+insert", "insert_overwrite", "microbatch"]
+        return list(STRATEGIES)
 
     # -- agate (seeds) -> Spark types -------------------------------------------------
     @classmethod

@@ -21,7 +21,7 @@ from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, I
 from .errors import ChangeFeedError
 from .local_rows import local_frame
 from .read_values import inlined_frame
-from .scan import ScanMetrics, read_files, spark_rows, spark_schema
+from .scan import ScanMetrics, read_files, scan_table, spark_rows, spark_schema
 from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
 
@@ -83,6 +83,19 @@ def table_changes(
     if feed == "deletions":
         return dels.select(*_quoted(names))
     return _as_changes(ins, dels, names)
+
+
+def rows_as_changes(
+    spark: SparkSession, lake: Lake, schema: str, name: str, at: int | datetime
+) -> DataFrame:
+    """The rows of schema.name at snapshot `at` in the feed's columns, each an `insert`
+    stamped with the snapshot that wrote it: a feed from the table's beginning with
+    the rows deleted since left out."""
+    rows = scan_table(spark, lake, schema, name, at=at, lineage=True)
+    names = [c for c in rows.columns if c not in ("rowid", "snapshot_id")]
+    return rows.select(
+        "snapshot_id", "rowid", F.lit("insert").alias("change_type"), *_quoted(names)
+    )
 
 
 def _window(

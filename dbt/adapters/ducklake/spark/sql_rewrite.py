@@ -25,7 +25,7 @@ from sqlglot.tokens import TokenType
 
 from ..lake import CatalogReader, Lake
 from .catalog_queries import INFORMATION_SCHEMA, INFORMATION_SCHEMA_VIEWS, information_schema
-from .changes import table_changes
+from .changes import rows_as_changes, table_changes
 from .errors import LakeSQLError
 from .pushdown import pushed_predicates
 from .scan import ScanMetrics, scan_table
@@ -46,6 +46,9 @@ FEED_FUNCTIONS = {
     for prefix in ("", "ducklake_")
     for feed in ("changes", "insertions", "deletions")
 }
+# every row of a table at a snapshot in the change feed's shape (each an insert):
+# what ducklake_changes_since_last_build reads on a model's first build
+FEED_FUNCTIONS["ducklake_table_rows"] = "rows"
 
 
 @dataclass
@@ -207,11 +210,17 @@ class QueryRewriter:
     def _feed(self, feed: str, call: exp.Expression) -> DataFrame:
         args = list(call.expressions) if isinstance(call, exp.Anonymous) else []
         usage = f"table_{feed}('[schema.]table', start, end)"
-        if len(args) not in (2, 3) or not (isinstance(args[0], exp.Literal) and args[0].is_string):
+        counts: tuple[int, ...] = (2, 3)
+        if feed == "rows":
+            usage, counts = "ducklake_table_rows('[schema.]table', snapshot)", (2,)
+        named = isinstance(args[0], exp.Literal) and args[0].is_string if args else False
+        if len(args) not in counts or not named:
             raise LakeSQLError(f"{usage}: got {call.sql(dialect='spark')}")
         parts = args[0].name.split(".")
         schema, name = (parts[0], parts[1]) if len(parts) == 2 else (self.default_schema, parts[0])
         bounds = [self._bound(a) for a in args[1:]]
+        if feed == "rows":
+            return rows_as_changes(self.spark, self.lake, schema, name, bounds[0])
         return table_changes(
             self.spark,
             self.lake,

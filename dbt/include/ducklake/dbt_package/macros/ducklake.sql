@@ -8,6 +8,10 @@
   {{- ducklake_table_changes(relation, start_snapshot, end_snapshot) -}}
 {%- endmacro %}
 
+{% macro changes_since_last_build(relation) -%}
+  {{- ducklake_changes_since_last_build(relation) -}}
+{%- endmacro %}
+
 {% macro table_insertions(relation, start_snapshot, end_snapshot) -%}
   {{- ducklake_table_insertions(relation, start_snapshot, end_snapshot) -}}
 {%- endmacro %}

@@ -33,6 +33,27 @@
   table_changes('{{ relation.schema }}.{{ relation.identifier }}', {{ start_snapshot }}, {{ end_snapshot }})
 {%- endmacro %}
 
+{#- An upstream's changes since this model's last build, in table_changes' columns
+    (snapshot_id, rowid, change_type, then the table's), up to the snapshot current when
+    the model compiles. The first build, a full refresh, or a build with no record for
+    this upstream reads every current row as an `insert`. The position read is written
+    into the snapshot that writes the model's rows, so a failed build consumes nothing.
+    incremental_strategy='apply_changes' applies such rows by unique_key. -#}
+{% macro ducklake_changes_since_last_build(relation) -%}
+  {%- if not execute -%}
+    {{- return(ducklake_table_changes(relation, 0, 0)) -}}
+  {%- endif -%}
+  {%- set window = adapter.changes_since_last_build(model, relation, is_incremental()) -%}
+  {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
+  {%- if window.mode == 'changes' -%}
+    table_changes('{{ name }}', {{ window.start }}, {{ window.end }})
+  {%- elif window.mode == 'none' -%}
+    (select * from table_changes('{{ name }}', {{ window.end }}, {{ window.end }}) where false)
+  {%- else -%}
+    ducklake_table_rows('{{ name }}', {{ window.end }})
+  {%- endif -%}
+{%- endmacro %}
+
 {% macro ducklake_table_insertions(relation, start_snapshot, end_snapshot) -%}
   table_insertions('{{ relation.schema }}.{{ relation.identifier }}', {{ start_snapshot }}, {{ end_snapshot }})
 {%- endmacro %}

@@ -15,15 +15,22 @@
     {% call statement('python_model', language='python') -%} {{ compiled_code }} {%- endcall %}
     {%- set model_sql = 'select * from ' ~ adapter.python_view(this) -%}
   {%- endif -%}
+  {%- if strategy == 'apply_changes' and full_refresh -%}
+    {%- set model_sql = ducklake__apply_changes_full_sql(model_sql) -%}
+  {%- endif -%}
   {%- if full_refresh -%}
     {{ ducklake__set_commit_context('incremental ' ~ strategy ~ (' full refresh' if existing_relation is not none else ' create')) }}
     {%- set build_sql = ducklake__node_sql(existing_relation, target_relation,
           create_table_as(False, target_relation, model_sql), ducklake__query_columns(model_sql)) -%}
   {%- else -%}
     {%- set temp_relation = make_temp_relation(this) -%}
-    {% call statement('stage_new_rows') -%}
-      {{ create_table_as(True, temp_relation, model_sql) }}
-    {%- endcall %}
+    {%- if strategy == 'apply_changes' -%}
+      {{ ducklake__stage_apply_changes(model_sql, temp_relation) }}
+    {%- else -%}
+      {% call statement('stage_new_rows') -%}
+        {{ create_table_as(True, temp_relation, model_sql) }}
+      {%- endcall %}
+    {%- endif -%}
     {%- set layout_alters = adapter.layout_alters(existing_relation, model) -%}
     {%- if layout_alters -%}
       {#- the partition_by / sorted_by config changed: one altered_table snapshot;
@@ -69,6 +76,11 @@
     {% call statement('drop_staged_rows') -%}
       drop view if exists {{ temp_relation }}
     {%- endcall %}
+    {%- if strategy == 'apply_changes' -%}
+      {% call statement('drop_staged_changes') -%}
+        drop view if exists {{ temp_relation.identifier }}__changes
+      {%- endcall %}
+    {%- endif -%}
   {%- endif -%}
   {{ ducklake__drop_python_view() }}
   {{ ducklake__finish_node(target_relation) }}

@@ -1,0 +1,183 @@
+"""Benchmark: an incremental model fed by its upstream's change feed against the same
+model built with dbt's watermark idiom (`where updated_at > (select max(updated_at)
+from {{ this }})`), after a 0.1% change to the upstream.
+
+The upstream has `--rows` rows in ten files; the change updates 0.1% of them, all in
+one file. Both models run in this process through dbt's runner (one warm JVM), and the
+figures are dbt's own node times: the build of the model, without dbt's start. The
+feed's read set is counted from the same window (`table_changes` scan metrics).
+
+    .venv/bin/python bench/change_feed.py             # 10,000,000 rows
+    .venv/bin/python bench/change_feed.py --smoke     # 100,000 rows (CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import bench_session, record
+
+FILES = 10
+FEED = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes', unique_key='id') }}
+select snapshot_id, change_type, id, v * 2 as v2, updated_at
+from {{ ducklake_changes_since_last_build(ref('up')) }}
+"""
+WATERMARK = """
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}
+select id, v * 2 as v2, updated_at from {{ ref('up') }}
+{% if is_incremental() %}
+where updated_at > (select max(updated_at) from {{ this }})
+{% endif %}
+"""
+
+
+def write_project(root: str, rows: int) -> None:
+    models = os.path.join(root, "models")
+    os.makedirs(models)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write("name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n")
+    per_file = rows // FILES
+    with open(os.path.join(models, "up.sql"), "w") as f:
+        # one insert per file: the change below touches one of them
+        f.write(
+            "{{ config(materialized='incremental', incremental_strategy='append') }}\n"
+            "select id, cast(id % 1000 as int) as v, cast(0 as bigint) as updated_at\n"
+            f"from range({per_file} * {{{{ var('part', 0) }}}}, "
+            f"{per_file} * ({{{{ var('part', 0) }}}} + 1))\n"
+        )
+    for name, sql in (("feed_model", FEED), ("watermark_model", WATERMARK)):
+        with open(os.path.join(models, f"{name}.sql"), "w") as f:
+            f.write(sql)
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write(
+            "bench:\n  target: lake\n  outputs:\n    lake:\n      type: ducklake\n"
+            f"      metadata: sqlite:///{root}/lake/metadata.sqlite\n"
+            f"      data_path: {root}/lake/data\n"
+            "      schema: bench\n      threads: 1\n      spark_master: local[2]\n"
+            '      spark_conf:\n        spark.sql.shuffle.partitions: "4"\n'
+            '        spark.ui.enabled: "false"\n'
+        )
+
+
+def dbt(root: str, *args: str) -> float:
+    """One in-process dbt invocation; dbt's node time of its (single) node."""
+    from dbt.cli.main import dbtRunner
+
+    done = dbtRunner().invoke([*args, "--project-dir", root, "--profiles-dir", root, "-q"])
+    if not done.success:
+        raise SystemExit(f"dbt {' '.join(args)} failed: {done.exception}")
+    return float(sum(r.execution_time for r in done.result.results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="100,000 rows, one round (CI)")
+    args = parser.parse_args()
+    rows, repeat = (100_000, 1) if args.smoke else (args.rows, args.repeat)
+    changed = max(rows // 1000, 1)
+    spark = bench_session()
+    root = tempfile.mkdtemp(prefix="bench-feed-")
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        write_project(root, rows)
+        for part in range(FILES):
+            dbt(root, "run", "-s", "up", "--vars", f"{{part: {part}}}")
+        dbt(root, "run", "-s", "feed_model", "watermark_model")
+        feed: list[float] = []
+        watermark: list[float] = []
+        reads: list[tuple[int, int]] = []
+        for round_ in range(1, repeat + 1):
+            start = round_ * changed % (rows - changed)
+            _change(root, start, changed, round_)
+            window = _last_window(root)
+            # alternate which model goes first: the second finds warmer caches
+            order = [("feed", feed), ("watermark", watermark)]
+            for name, samples in order if round_ % 2 else order[::-1]:
+                samples.append(dbt(root, "run", "-s", f"{name}_model"))
+            reads.append(_feed_reads(spark, root, window))
+        _check_equal(root)
+        ours, theirs = statistics.median(feed), statistics.median(watermark)
+        files_read, files_total = max(reads)
+        print(f"incremental model after a 0.1% change ({changed:,} of {rows:,} rows, one file)")
+        print(f"  change feed (apply_changes):      {ours:7.3f} s  (node time, median)")
+        print(f"  watermark (merge, max(updated_at)): {theirs:7.3f} s")
+        print(f"  ratio feed/watermark: {ours / theirs:.2f}")
+        print(f"  the feed read {files_read} of the upstream's {files_total} data files")
+        record(
+            "change feed",
+            f"feed model vs watermark ({rows:,} rows, 0.1%)",
+            ours / theirs,
+            "x",
+            "<= 0.2",
+        )
+        record("change feed", "upstream files the feed read", files_read, "files", "<= 2")
+    finally:
+        os.chdir(cwd)
+        shutil.rmtree(root, ignore_errors=True)
+        del spark
+
+
+def _lake(root: str):
+    from dbt.adapters.ducklake.lake import Lake
+
+    return Lake.open(f"sqlite:///{root}/lake/metadata.sqlite")
+
+
+def _change(root: str, start: int, count: int, round_: int) -> None:
+    """UPDATE `count` consecutive ids (one file) with a new updated_at, through the engine."""
+    from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+    sql = LakeSQL(bench_session(), _lake(root), default_schema="bench")
+    sql.execute(
+        f"UPDATE up SET v = v + 1, updated_at = {round_} "
+        f"WHERE id >= {start} AND id < {start + count}"
+    )
+
+
+def _last_window(root: str) -> tuple[int, int]:
+    """(the snapshot the feed model consumed last, the latest): the next build's window."""
+    from dbt.adapters.ducklake.change_windows import last_consumed
+
+    lake = _lake(root)
+    consumed = (last_consumed(lake, "bench", "feed_model") or {})["bench.up"]
+    return consumed.snapshot_id + 1, lake.latest_snapshot().snapshot_id
+
+
+def _feed_reads(spark, root: str, window: tuple[int, int]) -> tuple[int, int]:
+    from dbt.adapters.ducklake.spark.changes import table_changes
+    from dbt.adapters.ducklake.spark.scan import ScanMetrics
+
+    lake = _lake(root)
+    metrics = ScanMetrics()
+    table_changes(spark, lake, "bench", "up", window[0], window[1], metrics=metrics)
+    cat = lake.catalog(window[0] - 1)
+    total = len(cat.data_files(cat.table("bench", "up")))
+    return metrics.files_read, total
+
+
+def _check_equal(root: str) -> None:
+    from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+    sql = LakeSQL(bench_session(), _lake(root), default_schema="bench")
+    differ = sql.query(
+        "SELECT count(*) FROM ((SELECT id, v2, updated_at FROM feed_model EXCEPT ALL "
+        "SELECT * FROM watermark_model) UNION ALL (SELECT * FROM watermark_model "
+        "EXCEPT ALL SELECT id, v2, updated_at FROM feed_model))"
+    ).first()[0]
+    if differ:
+        raise SystemExit(f"the two models differ in {differ} rows")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Incremental models fed by their upstreams' change feeds, exactly once
+(`ducklake_changes_since_last_build` + incremental_strategy='apply_changes').
+
+Between builds the upstreams change through dbt and through DuckDB: inserts, updates
+and deletes, inlined and in files, a compaction in the middle. After every round the
+downstream models equal a full recompute; a build that fails after reading the feed
+leaves the next one the same window; a replaced upstream and an expired window give
+errors that say to run --full-refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+from dbt.adapters.ducklake.change_windows import CONSUMED
+from dbt.adapters.ducklake.lake import Lake
+from tests import duck
+from tests.functional.conftest import catalog_target
+
+ORDERS = """
+{{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}
+select cast(id as int) as id, status, cast(amount as int) as amount
+from values {{ var('orders', "(1, 'new', 10), (2, 'new', 20), (3, 'paid', 30)") }}
+  as t(id, status, amount)
+"""
+
+# a filter, a projection and a lookup in one row-wise model
+OPEN_ORDERS = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes', unique_key='id') }}
+select c.snapshot_id, c.change_type, c.id, upper(c.status) as status,
+       c.amount * 2 as doubled, l.label
+from {{ ducklake_changes_since_last_build(ref('orders')) }} as c
+left join {{ ref('labels') }} as l on l.status = c.status
+where c.status <> 'void' {% if var('boom', false) %} and assert_true(c.id < 0) is null {% endif %}
+"""
+
+LABELS = """
+{{ config(materialized='table') }}
+select * from values ('new', 'N'), ('paid', 'P'), ('late', 'L') as t(status, label)
+"""
+
+# two upstreams, each with its own position; `returns` is DuckDB's
+EVENTS = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes',
+          unique_key=['kind', 'id']) }}
+select snapshot_id, change_type, 'order' as kind, id, status
+from {{ ducklake.changes_since_last_build(ref('orders')) }}
+union all
+select snapshot_id, change_type, 'return' as kind, id, reason as status
+from {{ ducklake.changes_since_last_build(source('shop', 'returns')) }}
+"""
+
+SOURCES = """
+sources:
+  - name: shop
+    schema: "{{ target.schema }}"
+    tables:
+      - name: returns
+"""
+
+RECOMPUTE = {
+    "open_orders": (
+        "select o.id, upper(o.status), o.amount * 2, l.label from {s}.orders o "
+        "left join {s}.labels l on l.status = o.status where o.status <> 'void'"
+    ),
+    "events": (
+        "select 'order', id, status from {s}.orders "
+        "union all select 'return', id, reason from {s}.returns"
+    ),
+}
+STORED = {
+    "open_orders": "select id, status, doubled, label from {s}.open_orders",
+    "events": "select kind, id, status from {s}.events",
+}
+
+
+class TestChangeFeedModels:
+    @pytest.fixture(scope="class", params=["sqlite", "postgres"])
+    def dbt_profile_target(self, request, tmp_path_factory) -> Iterator[dict[str, Any]]:
+        yield from catalog_target(request.param, tmp_path_factory)
+
+    @pytest.fixture(scope="class")
+    def packages(self):
+        from dbt.include.ducklake import NAMESPACE_PACKAGE_PATH
+
+        return {"packages": [{"local": NAMESPACE_PACKAGE_PATH}]}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "orders.sql": ORDERS,
+            "labels.sql": LABELS,
+            "open_orders.sql": OPEN_ORDERS,
+            "events.sql": EVENTS,
+            "sources.yml": SOURCES,
+        }
+
+    def test_every_round_equals_a_full_recompute(self, project, dbt_profile_target) -> None:
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        attach = dbt_profile_target["duckdb_attach"]
+
+        def duckdb(*statements: str) -> None:
+            con = duck.connect()
+            duck.attach(con, attach)
+            for statement in statements:
+                con.execute(statement.replace("{s}", f"lake.{schema}"))
+            con.close()
+
+        def rows(sql: str) -> list[tuple]:
+            found = project.run_sql(sql.replace("{s}", schema), fetch="all")
+            return sorted((tuple(r) for r in found), key=repr)
+
+        def check(round_name: str) -> None:
+            for model, recompute in RECOMPUTE.items():
+                assert rows(STORED[model]) == rows(recompute), (round_name, model)
+            # DuckDB reads what the builds wrote
+            con = duck.connect()
+            duck.attach(con, attach)
+            for model in RECOMPUTE:
+                theirs = con.execute(STORED[model].replace("{s}", f"lake.{schema}")).fetchall()
+                assert sorted(theirs, key=repr) == rows(STORED[model]), (round_name, model)
+            con.close()
+
+        def build(*extra: str) -> None:
+            run_dbt(["run", "-s", "open_orders", "events", *extra])
+
+        run_dbt(["deps"])
+        duckdb(
+            "CREATE TABLE {s}.returns (id INTEGER, reason VARCHAR)",
+            "INSERT INTO {s}.returns VALUES (1, 'broken'), (2, 'late')",
+        )
+        run_dbt(["run", "-s", "orders", "labels"])
+        build()  # the first build: every row as an insert
+        check("first build")
+
+        # round 2: dbt merges (an update, a new row), DuckDB updates, deletes and
+        # inserts (inlined), and our engine appends rows in a file
+        run_dbt(["run", "-s", "orders", "--vars", "{orders: \"(1, 'paid', 11), (4, 'new', 40)\"}"])
+        duckdb(
+            "UPDATE {s}.orders SET status = 'void' WHERE id = 2",
+            "DELETE FROM {s}.orders WHERE id = 3",
+            "INSERT INTO {s}.orders VALUES (5, 'late', 50)",
+            "UPDATE {s}.returns SET reason = 'lost' WHERE id = 2",
+            "INSERT INTO {s}.returns VALUES (3, 'none')",
+        )
+        project.run_sql(
+            f"insert into {schema}.orders select cast(id as int), 'new', cast(id as int) "
+            "from range(100, 400)"
+        )
+        build()
+        check("round 2")
+
+        # round 3: changes on both sides of a compaction
+        project.run_sql(f"update {schema}.orders set status = 'late' where id between 100 and 120")
+        project.run_sql(f"delete from {schema}.orders where id between 200 and 210")
+        project.run_sql(
+            f"insert into {schema}.orders select cast(id as int), 'paid', 1 from range(400, 500)"
+        )
+        duckdb(
+            "CALL ducklake_flush_inlined_data('lake')",
+            "CALL ducklake_merge_adjacent_files('lake')",
+            "UPDATE {s}.orders SET amount = amount + 1 WHERE id % 7 = 0",
+            "DELETE FROM {s}.returns WHERE id = 1",
+        )
+        build()
+        check("round 3")
+
+        # round 4: a build that fails after reading the feed consumes nothing
+        project.run_sql(f"delete from {schema}.orders where id between 300 and 350")
+        project.run_sql(f"update {schema}.orders set status = 'void' where id = 5")
+        consumed_before = _consumed(lake, schema, "open_orders")
+        before = rows(STORED["open_orders"])
+        failed = run_dbt(["run", "-s", "open_orders", "--vars", "{boom: true}"], expect_pass=False)
+        assert failed[0].status == "error"
+        assert rows(STORED["open_orders"]) == before
+        assert _consumed(lake, schema, "open_orders") == consumed_before
+        build()
+        check("after a failed build")
+        assert _consumed(lake, schema, "open_orders") > consumed_before
+
+        # nothing changed upstream: the next build applies nothing and stays equal
+        build()
+        check("no change")
+
+        # the upstream replaced: the feed cannot say what happened
+        project.run_sql(
+            f"create or replace table {schema}.orders as "
+            f"select * from {schema}.orders where id < 150"
+        )
+        _, log = run_dbt_and_capture(["run", "-s", "open_orders"], expect_pass=False)
+        assert f"{schema}.orders was replaced" in log and "--full-refresh" in log
+        build("--full-refresh")
+        check("full refresh after a replacement")
+
+        # a snapshot of the window expired: the error says to rebuild
+        project.run_sql(f"delete from {schema}.orders where id = 1")
+        gone = lake.latest_snapshot().snapshot_id
+        project.run_sql(f"delete from {schema}.orders where id = 4")
+        duckdb(f"CALL ducklake_expire_snapshots('lake', versions => [{gone}])")
+        _, log = run_dbt_and_capture(["run", "-s", "open_orders"], expect_pass=False)
+        assert f"snapshot(s) {gone} were expired" in log and "--full-refresh" in log
+        build("--full-refresh")
+        check("full refresh after a window expired")
+
+        # the snapshots holding the model's record expired too: also an error, not a
+        # silent full read
+        project.run_sql(f"delete from {schema}.orders where id = 101")
+        duckdb("CALL ducklake_expire_snapshots('lake', older_than => now())")
+        _, log = run_dbt_and_capture(["run", "-s", "open_orders"], expect_pass=False)
+        assert "recorded which upstream changes it consumed were expired" in log
+        build("--full-refresh")
+        check("full refresh after the record expired")
+
+
+def _consumed(lake: Lake, schema: str, model: str) -> int:
+    """The orders snapshot the newest build of `model` consumed."""
+    for snapshot in reversed(lake.table_history(schema, model)):
+        extra = snapshot.extra_info
+        record = extra.get(CONSUMED, {}) if isinstance(extra, dict) else {}
+        if f"{schema}.{model}" in record:
+            return int(record[f"{schema}.{model}"][f"{schema}.orders"][1])
+    raise AssertionError(f"no build of {model} recorded what it consumed")
