@@ -26,6 +26,7 @@ BENCHES = (
     "small_changes",
     "stage_copy",
     "scaling",
+    "change_feed",  # last: it runs dbt in this process
 )
 
 

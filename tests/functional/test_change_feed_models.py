@@ -217,6 +217,44 @@ class TestChangeFeedModels:
         check("full refresh after the record expired")
 
 
+class TestChangeFeedUnderAtomicPublish:
+    """`publish: atomic`: the models build into a staging copy whose snapshot ids are
+    not the lake's; the published snapshot carries the positions in the lake's ids."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": ORDERS, "labels.sql": LABELS, "open_orders.sql": OPEN_ORDERS}
+
+    def test_positions_survive_the_publish(self, project, dbt_profile_target) -> None:
+        schema = project.test_schema
+        lake = Lake.open(dbt_profile_target["metadata"])
+        atomic = ["--vars", "{ducklake_publish: atomic}"]
+
+        def equal() -> None:
+            stored = project.run_sql(STORED["open_orders"].replace("{s}", schema), fetch="all")
+            full = project.run_sql(RECOMPUTE["open_orders"].replace("{s}", schema), fetch="all")
+            assert sorted(map(tuple, stored), key=repr) == sorted(map(tuple, full), key=repr)
+
+        run_dbt(["run", *atomic])
+        equal()
+        published = lake.latest_snapshot().snapshot_id
+        # the upstream changed in the build itself: the position is the published snapshot
+        assert _consumed(lake, schema, "open_orders") == published
+        # changed outside the build: the next atomic build reads exactly that window
+        project.run_sql(f"update {schema}.orders set status = 'void' where id = 1")
+        project.run_sql(f"insert into {schema}.orders values (7, 'late', 70)")
+        outside = lake.latest_snapshot().snapshot_id
+        run_dbt(["run", "-s", "open_orders", *atomic])
+        equal()
+        assert _consumed(lake, schema, "open_orders") == outside
+        # both: a change outside, then the build's own merge of the upstream
+        project.run_sql(f"delete from {schema}.orders where id = 2")
+        both = "{ducklake_publish: atomic, orders: \"(3, 'late', 33)\"}"
+        run_dbt(["run", "--vars", both])
+        equal()
+        assert _consumed(lake, schema, "open_orders") == lake.latest_snapshot().snapshot_id
+
+
 def _consumed(lake: Lake, schema: str, model: str) -> int:
     """The orders snapshot the newest build of `model` consumed."""
     for snapshot in reversed(lake.table_history(schema, model)):

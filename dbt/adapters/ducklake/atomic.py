@@ -22,6 +22,7 @@ from dbt_common.events.event_manager_client import get_event_manager
 from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
+from .change_windows import published_positions
 from .lake import (
     Lake,
     LakeError,
@@ -176,8 +177,12 @@ def _publish_or_discard(
             plans,
             author=author,
             message=f"dbt {build.command} {invocation}",
-            extra_info=extra_info(
-                target, command=build.command, publish="atomic", nodes=build.outcomes.nodes()
+            extra_info=lambda published: extra_info(
+                target,
+                command=build.command,
+                publish="atomic",
+                nodes=build.outcomes.nodes(),
+                **published_positions(build.stage, plans, published),
             ),
         )
     except Exception as exc:  # a conflict, or the catalog failing: rolled back either way

@@ -10,6 +10,8 @@ build reads the same window again.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from .environment import LakeHandle
     from .lake import Lake
 
-# the commit extra info key: {model "schema.name": {upstream "schema.name": [table id, snapshot]}}
+# the commit extra info key: {model "schema.name": {upstream "schema.name": [table uuid, snapshot]}}
 CONSUMED = "changes_consumed"
 # actions whose snapshot does not write the model's rows
 _NO_DATA_ACTIONS = ("incremental layout change",)
@@ -31,7 +33,7 @@ _NO_DATA_ACTIONS = ("incremental layout change",)
 
 @dataclass(frozen=True)
 class Position:
-    table_id: int
+    table_uuid: str  # kept when an atomic build's ids are renumbered on publish
     snapshot_id: int
 
 
@@ -45,7 +47,7 @@ def last_consumed(lake: Lake, schema: str, name: str) -> dict[str, Position] | N
         extra = snapshot.extra_info
         record = extra.get(CONSUMED, {}).get(model) if isinstance(extra, dict) else None
         if isinstance(record, dict):
-            return {up: Position(int(p[0]), int(p[1])) for up, p in record.items()}
+            return {up: Position(str(p[0]), int(p[1])) for up, p in record.items()}
         if any(f"{c.kind}:{c.value}".lower() == created for c in snapshot.changes):
             return None
     raise DbtRuntimeError(
@@ -73,6 +75,42 @@ def _check_window(lake: Lake, upstream: str, model: str, since: int, end: int) -
         )
 
 
+def published_positions(stage: Lake, plans: Sequence[Any], published: int) -> dict[str, Any]:
+    """The feed positions an atomic build's models consumed, in the real lake's ids,
+    for the extra info of the snapshot publishing them (`published`). A model read an
+    upstream at a snapshot of the staging copy: that is the published snapshot if the
+    build changed the upstream up to then, else the snapshot the copy was made from."""
+    merged: dict[str, dict[str, list[Any]]] = {}
+    for plan in plans:
+        extra = plan.extra_info
+        record = _decoded(extra).get(CONSUMED, {})
+        for model, read in record.items():
+            merged.setdefault(model, {}).update(read)
+    base = stage.staged_from
+    if not merged or base is None:
+        return {}
+    later = stage.snapshots(since=base)
+    ids_of: dict[str, set[str]] = {}
+    for table in stage.catalog().tables():
+        ids_of.setdefault(table.table_uuid, set()).add(str(table.table_id))
+    for read in merged.values():
+        for upstream, (uuid, at) in list(read.items()):
+            ids = ids_of.get(uuid, set())
+            when = {s.snapshot_id for s in later if any(c.value in ids for c in s.changes)}
+            # changed again after the read: keep the copy's base (read again, never lost)
+            whole = bool(when) and max(when) <= at
+            read[upstream] = [uuid, published if whole else min(at, base)]
+    return {CONSUMED: merged}
+
+
+def _decoded(extra: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(extra) if isinstance(extra, str) else extra
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class ChangeFeedWindows:
     """Mixed into the adapter: the windows of `ducklake_changes_since_last_build`."""
 
@@ -85,7 +123,7 @@ class ChangeFeedWindows:
 
         config: Any
 
-    _pending_positions: dict[str, dict[str, list[int]]]
+    _pending_positions: dict[str, dict[str, list[Any]]]
 
     @available
     def changes_since_last_build(
@@ -94,14 +132,7 @@ class ChangeFeedWindows:
         """The window of `upstream`'s feed this build of `model` reads: `mode` "changes"
         (start..end), "none" (nothing new) or "all" (every current row as an insert:
         first build, full refresh, or no record for this upstream)."""
-        handle = self._handle()
-        lake = handle.lake
-        if handle.atomic:
-            raise DbtRuntimeError(
-                f"model {_get(model, 'unique_id')}: ducklake_changes_since_last_build is not "
-                "supported under publish: atomic yet (the build's snapshots are renumbered "
-                "when published); build this model with publish: per_node"
-            )
+        lake = self._handle().lake
         default_schema = self.config.credentials.schema
         up_schema = upstream.schema or default_schema
         up_name = upstream.identifier or ""
@@ -117,12 +148,12 @@ class ChangeFeedWindows:
         end = cat.snapshot_id
         up_key = _key(up_schema, up_name)
         pending = self.__dict__.setdefault("_pending_positions", {})
-        pending.setdefault(_get(model, "unique_id"), {})[up_key] = [found.table_id, end]
+        pending.setdefault(_get(model, "unique_id"), {})[up_key] = [found.table_uuid, end]
         record = last_consumed(lake, *target) if incremental else None
         position = (record or {}).get(up_key)
         if position is None:
             return {"mode": "all", "end": end}
-        if position.table_id != found.table_id:
+        if position.table_uuid != found.table_uuid:
             raise DbtRuntimeError(
                 f"model {model_name}: {up_schema}.{up_name} was replaced (dropped and created "
                 f"again, e.g. a table model's rebuild) after snapshot {position.snapshot_id}, "

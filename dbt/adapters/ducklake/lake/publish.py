@@ -97,7 +97,8 @@ def publish(
     message: str | None,
     extra_info: Any,
 ) -> Snapshot | None:
-    """Write `plans` (committed into `stage` in this order) as one snapshot of `real`."""
+    """Write `plans` (committed into `stage` in this order) as one snapshot of `real`.
+    `extra_info` may be a function of the published snapshot's id giving it."""
     if stage.staged_from is None:
         raise InvalidChangeError("publish: the catalog given as the stage is not a staging copy")
     _refuse_maintenance(plans)
@@ -108,7 +109,8 @@ def publish(
     # conflicts name tables and views that existed when the build began
     name_of = CatalogReader(real, base).entry_name
     intent = combined_intent(plans, built)
-    header = CommitPlan(base, author, message, extra_info, (), (), (), ())
+    resolve = extra_info if callable(extra_info) else None
+    header = CommitPlan(base, author, message, None if resolve else extra_info, (), (), (), ())
     new_snapshot = any(p.new_snapshot for p in plans)
 
     def attempt(conn: Connection) -> Snapshot | None:
@@ -122,7 +124,11 @@ def publish(
             ctx.begin_snapshot(catalog_changed=any(p.catalog_ops for p in plans))
         for plan in plans:
             ctx.apply_ops(_Renumber(built, ctx).plan(plan))
-        return ctx.end_snapshot(header) if new_snapshot else None
+        if not new_snapshot:
+            return None
+        if resolve is not None:
+            return ctx.end_snapshot(replace(header, extra_info=resolve(ctx.snapshot_id)))
+        return ctx.end_snapshot(header)
 
     return write_with_retries(real, attempt)
 

@@ -26,6 +26,9 @@ from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
 
 FEEDS = ("changes", "insertions", "deletions")
+# deleted positions up to this many are sent to every task reading the changed files
+# rather than shuffled with them
+BROADCAST_DELETES = 2_000_000
 
 
 def table_changes(
@@ -75,7 +78,8 @@ def table_changes(
         inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
         gone = _deleted_positions(spark, files, delete_files, inlined_deletes, first, last)
         if gone is not None:
-            deleted.append(_deleted_rows(rows, gone, names))
+            small = _deletes_at_most(files, delete_files, inlined_deletes) <= BROADCAST_DELETES
+            deleted.append(_deleted_rows(rows, F.broadcast(gone) if small else gone, names))
     ins = _union(inserted).where(in_window)
     dels = _union(deleted)
     if feed == "insertions":
@@ -117,6 +121,16 @@ def _window(
             f"{cat.snapshot_id}"
         )
     return first, cat
+
+
+def _deletes_at_most(
+    files: Sequence[DataFile],
+    delete_files: Sequence[DeleteFile],
+    inlined_deletes: Sequence[InlinedDelete],
+) -> int:
+    """An upper bound of the positions the window can have deleted, from the catalog."""
+    ended = sum(f.record_count for f in files if f.end_snapshot is not None)
+    return ended + sum(d.delete_count for d in delete_files) + len(inlined_deletes)
 
 
 def _deleted_rows(rows: DataFrame, gone: DataFrame, names: list[str]) -> DataFrame:
