@@ -54,6 +54,11 @@ select snapshot_id, change_type, 'return' as kind, id, reason as status
 from {{ ducklake.changes_since_last_build(source('shop', 'returns')) }}
 """
 
+NO_FEED_COLUMNS = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes', unique_key='id') }}
+select id, status from {{ ducklake_changes_since_last_build(ref('orders')) }}
+"""
+
 SOURCES = """
 sources:
   - name: shop
@@ -96,6 +101,7 @@ class TestChangeFeedModels:
             "labels.sql": LABELS,
             "open_orders.sql": OPEN_ORDERS,
             "events.sql": EVENTS,
+            "no_feed_columns.sql": NO_FEED_COLUMNS,
             "sources.yml": SOURCES,
         }
 
@@ -215,6 +221,12 @@ class TestChangeFeedModels:
         assert "recorded which upstream changes it consumed were expired" in log
         build("--full-refresh")
         check("full refresh after the record expired")
+
+        # the strategy needs the feed's columns, and says so before writing anything
+        before = lake.latest_snapshot().snapshot_id
+        _, log = run_dbt_and_capture(["run", "-s", "no_feed_columns"], expect_pass=False)
+        assert "needs the change feed's change_type and snapshot_id columns" in log
+        assert lake.latest_snapshot().snapshot_id == before
 
 
 class TestChangeFeedUnderAtomicPublish:

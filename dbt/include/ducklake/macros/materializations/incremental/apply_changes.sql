@@ -4,9 +4,9 @@
     an insert or update_postimage upserts the row, a delete or update_preimage deletes
     it. For row-wise models (filters, projections, lookups of unchanging tables) the
     table then equals a full recompute. The feed's columns are not stored. -#}
-{#- the model's columns other than the feed's; checks that the feed's are there -#}
-{% macro ducklake__apply_changes_columns(model_sql) -%}
-  {%- set names = get_columns_in_query(model_sql) | list -%}
+{#- the model's columns other than the feed's, from its column names `names`;
+    checks that the feed's are there -#}
+{% macro ducklake__apply_changes_columns(names) -%}
   {%- set lowered = names | map('lower') | list -%}
   {%- if 'change_type' not in lowered or 'snapshot_id' not in lowered -%}
     {{ exceptions.raise_compiler_error("ducklake: model " ~ this ~ ": incremental_strategy 'apply_changes' needs the change feed's change_type and snapshot_id columns in the model's select (from ducklake_changes_since_last_build(...)); got: " ~ names | join(', ')) }}
@@ -27,7 +27,7 @@
 
 {#- a full refresh (or first build) stores the feed's inserted rows: every current row -#}
 {% macro ducklake__apply_changes_full_sql(model_sql) -%}
-  {%- set columns = ducklake__apply_changes_columns(model_sql) -%}
+  {%- set columns = ducklake__apply_changes_columns(get_columns_in_query(model_sql)) -%}
   select {% for c in columns %}{{ adapter.quote(c) }}{{ ', ' if not loop.last }}{% endfor %}
   from ({{ model_sql }}) as ducklake_feed
   where change_type in ('insert', 'update_postimage')
@@ -37,8 +37,9 @@
     MERGE reads), and `<temp>`, its data columns (what on_schema_change and the key
     checks compare with the table). -#}
 {% macro ducklake__stage_apply_changes(model_sql, temp_relation) -%}
-  {%- set columns = ducklake__apply_changes_columns(model_sql) -%}
-  {%- set lowered = get_columns_in_query(model_sql) | map('lower') | list -%}
+  {%- set names = get_columns_in_query(model_sql) -%}
+  {%- set columns = ducklake__apply_changes_columns(names) -%}
+  {%- set lowered = names | map('lower') | list -%}
   {%- set keys = ducklake__unique_keys(config.get('unique_key')) -%}
   {%- set adds = "change_type in ('insert', 'update_postimage')" -%}
   {% call statement('stage_changes') -%}
