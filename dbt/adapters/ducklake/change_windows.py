@@ -22,7 +22,6 @@ from dbt_common.exceptions import DbtRuntimeError
 from .lake import qualified_name
 
 if TYPE_CHECKING:
-    from .environment import LakeHandle
     from .lake import Lake
 
 # the commit extra info key: {model "schema.name": {upstream "schema.name": [table uuid, snapshot]}}
@@ -119,7 +118,7 @@ class ChangeFeedWindows:
 
     if TYPE_CHECKING:
 
-        def _handle(self) -> LakeHandle: ...
+        def _handle(self) -> Any: ...  # environment.LakeHandle (which imports atomic.py)
 
         config: Any
 
