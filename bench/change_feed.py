@@ -2,10 +2,11 @@
 model built with dbt's watermark idiom (`where updated_at > (select max(updated_at)
 from {{ this }})`), after a 0.1% change to the upstream.
 
-The upstream has `--rows` rows in ten files; the change updates 0.1% of them, all in
-one file. Both models run in this process through dbt's runner (one warm JVM), and the
-figures are dbt's own node times: the build of the model, without dbt's start. The
-feed's read set is counted from the same window (`table_changes` scan metrics).
+The upstream has `--rows` rows from ten inserts (three in smoke mode); the change
+updates 0.1% of them, all in one file. Both models run in this process through dbt's
+runner (one warm JVM), and the figures are dbt's own node times: the build of the
+model, without dbt's start. The feed's read set is counted from the same window
+(`table_changes` scan metrics).
 
     .venv/bin/python bench/change_feed.py             # 10,000,000 rows
     .venv/bin/python bench/change_feed.py --smoke     # 100,000 rows (CI)
@@ -39,12 +40,12 @@ where updated_at > (select max(updated_at) from {{ this }})
 """
 
 
-def write_project(root: str, rows: int) -> None:
+def write_project(root: str, rows: int, files: int) -> None:
     models = os.path.join(root, "models")
     os.makedirs(models)
     with open(os.path.join(root, "dbt_project.yml"), "w") as f:
         f.write("name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n")
-    per_file = rows // FILES
+    per_file = rows // files
     with open(os.path.join(models, "up.sql"), "w") as f:
         # one insert per file: the change below touches one of them
         f.write(
@@ -84,14 +85,15 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="100,000 rows, one round (CI)")
     args = parser.parse_args()
     rows, repeat = (100_000, 1) if args.smoke else (args.rows, args.repeat)
+    files = 3 if args.smoke else FILES
     changed = max(rows // 1000, 1)
     spark = bench_session()
     root = tempfile.mkdtemp(prefix="bench-feed-")
     cwd = os.getcwd()
     try:
         os.chdir(root)
-        write_project(root, rows)
-        for part in range(FILES):
+        write_project(root, rows, files)
+        for part in range(files):
             dbt(root, "run", "-s", "up", "--vars", f"{{part: {part}}}")
         dbt(root, "run", "-s", "feed_model", "watermark_model")
         feed: list[float] = []
