@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dbt.adapters.ducklake import credentials as credentials_module
+from dbt.adapters.ducklake import environment
 from dbt.adapters.ducklake.credentials import DucklakeCredentials
 from dbt.adapters.ducklake.environment import LakeHandle
 from dbt.adapters.ducklake.lake import connect, store
@@ -26,6 +27,9 @@ def test_the_metadata_string_is_parsed_once_per_connection(
     # every name the parser is reached by
     for module in (credentials_module, store, connect):
         monkeypatch.setattr(module, "parse_metadata", counting)
+    # outside any dbt invocation: dbt's flags of an earlier in-process run (one with
+    # `publish: atomic`) must not make this handle open a staging copy
+    monkeypatch.setattr(environment, "dbt_command", lambda: None)
     metadata = f"sqlite:{tmp_path}/lake/metadata.sqlite"  # DuckLake's attach form
     credentials = DucklakeCredentials(
         database="ducklake", schema="main", metadata=metadata, data_path=str(tmp_path / "data")

@@ -10,7 +10,6 @@ build reads the same window again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,15 +18,14 @@ from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt_common.exceptions import DbtRuntimeError
 
-from .lake import qualified_name
+from .checks import node_field
+from .lake import extra_info_fields, qualified_name
 
 if TYPE_CHECKING:
     from .lake import Lake
 
 # the commit extra info key: {model "schema.name": {upstream "schema.name": [table uuid, snapshot]}}
 CONSUMED = "changes_consumed"
-# actions whose snapshot does not write the model's rows
-_NO_DATA_ACTIONS = ("incremental layout change",)
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,10 @@ def _key(schema: str, name: str) -> str:
 def _check_window(lake: Lake, upstream: str, model: str, since: int, end: int) -> None:
     """The consumed snapshot and every one after it up to `end` must still exist: the
     rows an expired snapshot saw, and the files the window's changes ended, may be gone."""
-    kept = {s.snapshot_id for s in lake.snapshots(since=since - 1) if s.snapshot_id <= end}
-    missing = sorted(set(range(since, end + 1)) - kept)
+    kept = lake.kept_snapshot_ids(since, end)
+    if len(kept) == end - since + 1:
+        return
+    missing = sorted(set(range(since, end + 1)) - set(kept))
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (", …" if len(missing) > 5 else "")
         raise DbtRuntimeError(
@@ -81,8 +81,7 @@ def published_positions(stage: Lake, plans: Sequence[Any], published: int) -> di
     build changed the upstream up to then, else the snapshot the copy was made from."""
     merged: dict[str, dict[str, list[Any]]] = {}
     for plan in plans:
-        extra = plan.extra_info
-        record = _decoded(extra).get(CONSUMED, {})
+        record = extra_info_fields(plan.extra_info).get(CONSUMED, {})
         for model, read in record.items():
             merged.setdefault(model, {}).update(read)
     base = stage.staged_from
@@ -102,14 +101,6 @@ def published_positions(stage: Lake, plans: Sequence[Any], published: int) -> di
     return {CONSUMED: merged}
 
 
-def _decoded(extra: Any) -> dict[str, Any]:
-    try:
-        value = json.loads(extra) if isinstance(extra, str) else extra
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 class ChangeFeedWindows:
     """Mixed into the adapter: the windows of `ducklake_changes_since_last_build`."""
 
@@ -123,6 +114,7 @@ class ChangeFeedWindows:
         config: Any
 
     _pending_positions: dict[str, dict[str, list[Any]]]
+    _records: dict[tuple[int, str, int], dict[str, Position] | None]
 
     @available
     def changes_since_last_build(
@@ -135,7 +127,7 @@ class ChangeFeedWindows:
         default_schema = self.config.credentials.schema
         up_schema = upstream.schema or default_schema
         up_name = upstream.identifier or ""
-        target = (_get(model, "schema") or default_schema, _get(model, "alias") or "")
+        target = (node_field(model, "schema") or default_schema, node_field(model, "alias") or "")
         model_name = f"{target[0]}.{target[1]}"
         cat = lake.catalog()
         found = cat.find_table(up_schema, up_name)
@@ -147,8 +139,8 @@ class ChangeFeedWindows:
         end = cat.snapshot_id
         up_key = _key(up_schema, up_name)
         pending = self.__dict__.setdefault("_pending_positions", {})
-        pending.setdefault(_get(model, "unique_id"), {})[up_key] = [found.table_uuid, end]
-        record = last_consumed(lake, *target) if incremental else None
+        pending.setdefault(node_field(model, "unique_id"), {})[up_key] = [found.table_uuid, end]
+        record = self._last_consumed(lake, target, end) if incremental else None
         position = (record or {}).get(up_key)
         if position is None:
             return {"mode": "all", "end": end}
@@ -164,16 +156,23 @@ class ChangeFeedWindows:
         _check_window(lake, f"{up_schema}.{up_name}", model_name, position.snapshot_id, end)
         return {"mode": "changes", "start": position.snapshot_id + 1, "end": end}
 
+    def _last_consumed(
+        self, lake: Lake, target: tuple[str, str], end: int
+    ) -> dict[str, Position] | None:
+        """`last_consumed`, walked once per model and lake snapshot (a model reading
+        several upstreams asks once for each)."""
+        records = self.__dict__.setdefault("_records", {})
+        key = (id(lake), f"{target[0]}.{target[1]}", end)
+        if key not in records:
+            records[key] = last_consumed(lake, *target)
+        return records[key]
+
     @available
-    def consumed_changes(self, model: Any, action: str) -> dict[str, Any]:
+    def consumed_changes(self, model: Any) -> dict[str, Any]:
         """Commit extra info for the snapshot that writes `model`'s rows: the feed
-        positions its SQL read (nothing for snapshots that write no rows)."""
-        read = getattr(self, "_pending_positions", {}).get(_get(model, "unique_id"))
-        if not read or action in _NO_DATA_ACTIONS:
+        positions its SQL read."""
+        read = getattr(self, "_pending_positions", {}).get(node_field(model, "unique_id"))
+        if not read:
             return {}
-        schema = _get(model, "schema") or self.config.credentials.schema
-        return {CONSUMED: {_key(schema, _get(model, "alias") or ""): read}}
-
-
-def _get(node: Any, name: str) -> Any:
-    return node.get(name) if isinstance(node, dict) else getattr(node, name, None)
+        schema = node_field(model, "schema") or self.config.credentials.schema
+        return {CONSUMED: {_key(schema, node_field(model, "alias") or ""): read}}

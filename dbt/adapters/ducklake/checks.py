@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from dbt_common.exceptions import DbtConfigError
 
@@ -51,3 +52,8 @@ def check_key_columns(
 
 def _shown(name: str) -> str:
     return repr(name if len(name) <= 60 else name[:60] + "…")
+
+
+def node_field(node: Any, name: str) -> Any:
+    """A field of a dbt node, which macros hand over as a dict and Python as an object."""
+    return node.get(name) if isinstance(node, dict) else getattr(node, name, None)

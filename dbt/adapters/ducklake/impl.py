@@ -7,7 +7,6 @@ snapshot they write carries the author, a commit message and extra info naming t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,12 +24,12 @@ from dbt_common.exceptions import DbtRuntimeError
 from .atomic import finish
 from .catalog import CATALOG_COLUMNS, catalog_rows, catalog_table
 from .change_windows import ChangeFeedWindows
-from .checks import check_key_columns, check_node_names
+from .checks import check_key_columns, check_node_names, node_field
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager
 from .environment import LakeHandle, commit_extra_info, dbt_command
 from .freshness import FRESHNESS_FROM_METADATA, MetadataFreshness
-from .lake import SETTABLE_OPTIONS, CatalogNotFoundError
+from .lake import SETTABLE_OPTIONS, CatalogNotFoundError, extra_info_fields
 from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation
 from .seeds import load_seed
@@ -228,10 +227,10 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         """The relation's names are ones the lake accepts (and SQL can spell)."""
         quoting = self.config.quoting or {}
         check_node_names(
-            _get(node, "unique_id") or "?",
+            node_field(node, "unique_id") or "?",
             [
-                ("schema", _get(node, "schema"), bool(quoting.get("schema"))),
-                ("alias", _get(node, "alias"), bool(quoting.get("identifier"))),
+                ("schema", node_field(node, "schema"), bool(quoting.get("schema"))),
+                ("alias", node_field(node, "alias"), bool(quoting.get("identifier"))),
             ],
         )
         return ""
@@ -241,7 +240,7 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         """Each unique_key is a column of the new rows and of the target, checked before
         the MERGE would fail on it (naming the engine's internal columns)."""
         check_key_columns(
-            _get(node, "unique_id") or "?",
+            node_field(node, "unique_id") or "?",
             "unique_key",
             keys,
             {side: [c.name for c in columns] for side, columns in sides.items()},
@@ -253,7 +252,7 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
     def layout_clauses(self, model: Any) -> str:
         """`partitioned by (…) sorted by (…)` for the CREATE TABLE building `model`."""
         return model_layout(
-            _get(model, "unique_id") or "?", _get(model, "config") or {}
+            node_field(model, "unique_id") or "?", node_field(model, "config") or {}
         ).create_clauses()
 
     @available
@@ -310,7 +309,7 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         found = [
             s.snapshot_id
             for s in self._touching(relation)
-            if _json(s.commit_extra_info).get("invocation_id") == invocation_id
+            if extra_info_fields(s.commit_extra_info).get("invocation_id") == invocation_id
         ]
         if not found:
             raise DbtRuntimeError(
@@ -329,7 +328,7 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
                 "time": s.snapshot_time.isoformat(timespec="seconds"),
                 "author": s.author,
                 "message": s.commit_message,
-                "node": _json(s.commit_extra_info).get("unique_id"),
+                "node": extra_info_fields(s.commit_extra_info).get("unique_id"),
             }
             for s in sorted(snaps, key=lambda s: s.snapshot_id, reverse=True)[:limit]
         ]
@@ -354,16 +353,16 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         self, model: Any, target: BaseRelation | None, compiled_sql: str
     ) -> dict[str, Any] | None:
         """Stage a strategy='changes' snapshot run (see snapshots.py); None: no change."""
-        config = _get(model, "config")
+        config = node_field(model, "config")
         if config.get("dbt_valid_to_current"):
             raise DbtRuntimeError(
-                f"snapshot {_get(model, 'name')}: strategy 'changes' keeps open versions' "
+                f"snapshot {node_field(model, 'name')}: strategy 'changes' keeps open versions' "
                 "dbt_valid_to NULL; remove dbt_valid_to_current"
             )
         return plan_changes_snapshot(
             self._handle(),
-            _get(model, "name"),
-            _get(model, "alias") or _get(model, "name"),
+            node_field(model, "name"),
+            node_field(model, "alias") or node_field(model, "name"),
             compiled_sql,
             config.get("unique_key"),
             config.get("snapshot_table_column_names"),
@@ -390,9 +389,9 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
     ) -> str:
         """Make the next snapshots of this connection carry this node's commit info;
         `action` is the materialization (and strategy), e.g. `incremental merge`."""
-        unique_id = _get(node, "unique_id") or "?"
+        unique_id = node_field(node, "unique_id") or "?"
         verb = dbt_command() or {"seed": "seed", "snapshot": "snapshot"}.get(
-            _get(node, "resource_type"), "run"
+            node_field(node, "resource_type"), "run"
         )
         extra = commit_extra_info(
             getattr(self.config, "target_name", None),
@@ -490,19 +489,8 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
 
 
 def _layout(model: Any) -> Layout:
-    config = _get(model, "config") or {}
+    config = node_field(model, "config") or {}
     return model_layout(
-        _get(model, "unique_id") or "?", config if isinstance(config, dict) else config.to_dict()
+        node_field(model, "unique_id") or "?",
+        config if isinstance(config, dict) else config.to_dict(),
     )
-
-
-def _json(text: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _get(node: Any, key: str) -> Any:
-    return node.get(key) if isinstance(node, dict) else getattr(node, key, None)

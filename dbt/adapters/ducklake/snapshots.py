@@ -5,7 +5,6 @@ commit_extra_info (`cdc_source_snapshot`), where the next run starts."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,6 +12,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
 from .environment import LakeHandle
+from .lake import extra_info_fields
 from .spark.cdc import SnapshotColumns, changes_batch, source_of
 from .spark.errors import CdcError
 
@@ -23,11 +23,8 @@ CONSUMED = "cdc_source_snapshot"
 def consumed_snapshot(target_history: Iterable[Any]) -> int | None:
     """The source snapshot the newest run of this snapshot consumed."""
     for s in sorted(target_history, key=lambda s: s.snapshot_id, reverse=True):
-        try:
-            extra = json.loads(s.commit_extra_info or "{}")
-        except ValueError:
-            continue
-        if isinstance(extra, dict) and CONSUMED in extra:
+        extra = extra_info_fields(s.commit_extra_info)
+        if CONSUMED in extra:
             return int(extra[CONSUMED])
     return None
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         TableState,
         TableStats,
         ViewInfo,
+        extra_info_fields,
     )
     from .names import ACCEPTED_NAMES, name_problem
     from .options import SETTABLE_OPTIONS, parse_size, resolve_option
@@ -108,6 +109,7 @@ _HOME = {
     "CatalogNotFoundError": "errors",
     "CatalogReader": "reader",
     "Column": "models",
+    "extra_info_fields": "models",
     "ColumnSpec": "types",
     "ColumnStats": "models",
     "CommitConflictError": "errors",
@@ -250,6 +252,7 @@ __all__ = [
     "duckdb_type",
     "encode_blob",
     "expire_snapshots",
+    "extra_info_fields",
     "find_orphans",
     "first_deletions",
     "forget_scheduled",

@@ -40,12 +40,24 @@ class Snapshot:
     @property
     def extra_info(self) -> Any:
         """commit_extra_info decoded as JSON when it is JSON, else the raw string."""
-        if self.commit_extra_info is None:
-            return None
-        try:
-            return json.loads(self.commit_extra_info)
-        except ValueError:
-            return self.commit_extra_info
+        return decoded_extra_info(self.commit_extra_info)
+
+
+def decoded_extra_info(text: str | None) -> Any:
+    """Commit extra info as JSON when it is JSON, else the raw string (any writer may
+    put free text there)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def extra_info_fields(text: str | None) -> dict[str, Any]:
+    """The keys of a commit's extra info; none when it is not a JSON object."""
+    value = decoded_extra_info(text)
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)

@@ -336,6 +336,19 @@ class Store:
             rows = conn.execute(sa.text(self.snapshot_query(where)), {"since": since}).fetchall()
         return [snapshot_from_row(r) for r in rows]
 
+    def kept_snapshot_ids(self, first: int, last: int) -> list[int]:
+        """The ids in [first, last] that still exist (expiry removes snapshots): ids
+        only, so the cost is the range's, not its snapshots' changes."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    f"""SELECT snapshot_id FROM {self.qualified("ducklake_snapshot")}
+                        WHERE snapshot_id BETWEEN :first AND :last ORDER BY snapshot_id"""
+                ),
+                {"first": first, "last": last},
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
     def snapshots_touching(
         self, table_ids: Iterable[int], names: Iterable[str] = ()
     ) -> list[Snapshot]:

@@ -35,7 +35,7 @@
     {%- if layout_alters -%}
       {#- the partition_by / sorted_by config changed: one altered_table snapshot;
           files already written keep their layout and stay readable -#}
-      {{ ducklake__set_commit_context('incremental layout change') }}
+      {{ ducklake__set_commit_context('incremental layout change', writes_rows=false) }}
       {% call statement('layout_change') -%}
         begin; {{ layout_alters | join('; ') }}; commit
       {%- endcall %}
