@@ -64,11 +64,43 @@ def _longest_scopes_first(items: list[pytest.Item]) -> None:
     items[:] = [item for _, item in sorted(enumerate(items), key=weight)]
 
 
+# Tests whose PostgreSQL variant repeats, on another catalog, the engine work their
+# SQLite variant checks in CI: CI's budget leaves that variant to `./dev test --full`.
+# PostgreSQL's own paths stay in CI: its dialect and locking (tests/lake, test_merge,
+# test_dml's task path, test_sql), commits cut mid-way (test_catalog_faults) and staging
+# copies as schemas (test_publish_atomic's build).
+POSTGRES_IN_FULL_ONLY = {
+    "tests/functional/test_change_feed_models.py::TestChangeFeedModels",
+    "tests/functional/test_duckdb_types.py::TestEveryTypeThroughADbtModel",
+    "tests/functional/test_hooks.py::TestPostHooksInTheNodeTransaction",
+    "tests/functional/test_publish_atomic.py::test_other_writers_mid_build",
+    "tests/functional/test_python_models.py::TestPythonModels",
+    "tests/spark/test_changes.py::test_change_feed_matches_duckdb",
+    "tests/spark/test_deletion_vectors.py::test_duckdb_vectors_read_identically_at_every_snapshot",
+    "tests/spark/test_dml.py::test_delete_and_update_match_duckdb[postgres-driver]",
+    "tests/spark/test_encrypted_lakes.py::test_duckdb_encrypted_lake_reads_identically_at_every_snapshot",
+    "tests/spark/test_maintenance.py::test_merge_after_many_appends_keeps_every_snapshot",
+    "tests/spark/test_twin_dml.py::test_dml_twins_agree",
+    "tests/spark/test_twin_property.py::test_twin_lakes_agree_at_every_snapshot",
+    "tests/spark/test_type_matrix.py::test_every_special_type_reads_and_writes_back_as_duckdb_reads_it",
+}
+
+
+def _postgres_in_full_only(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or "postgres" not in callspec.id.split("-"):
+        return False
+    bare = item.nodeid.split("[", 1)[0]
+    return bool({bare, xdist_scope(item.nodeid), item.nodeid} & POSTGRES_IN_FULL_ONLY)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _longest_scopes_first(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         marks = {mark for fixture, mark in MARK_BY_FIXTURE.items() if fixture in names}
+        if _postgres_in_full_only(item):
+            marks.add("full")
         marks.update(MARK_BY_FOLDER.get(item.path.parent.name, ()))
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             marks.add("property")
