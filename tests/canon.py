@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -26,7 +26,7 @@ def canon(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(UTC)
+        return value.astimezone(timezone.utc)
     if isinstance(value, Decimal):
         return value.normalize()
     if isinstance(value, bytes | bytearray | memoryview):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from dbt.adapters.ducklake.lake import Lake
@@ -24,7 +24,8 @@ def _utc(rows: list[Any]) -> list[Any]:
     """Spark hands TIMESTAMPs out naive (UTC here); DuckDB aware."""
     return [
         tuple(
-            v.replace(tzinfo=UTC) if isinstance(v, datetime) and v.tzinfo is None else v for v in r
+            v.replace(tzinfo=timezone.utc) if isinstance(v, datetime) and v.tzinfo is None else v
+            for v in r
         )
         for r in rows
     ]

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -330,7 +330,7 @@ def test_a_killed_atomic_build_publishes_all_or_nothing_and_is_swept(
         copies, registered = _leftovers(lake)
         time.sleep(max(0.0, 1.2 - (time.monotonic() - killed_at)))
         if point % 2 == 0 and point != KILL_POINTS - 1:
-            delete_orphaned_files(spark, lake, older_than=datetime.now(UTC))
+            delete_orphaned_files(spark, lake, older_than=datetime.now(timezone.utc))
             assert list_stages(lake) == []
             assert _files_on_disk(catalog) == _known(lake), outcomes[-1]
         else:  # the next build's staging sweeps them, whatever becomes of that build
@@ -350,6 +350,6 @@ def test_a_killed_atomic_build_publishes_all_or_nothing_and_is_swept(
     assert _known(lake) <= _files_on_disk(catalog)
     assert before  # the lake had files to keep
     time.sleep(1.2)
-    delete_orphaned_files(spark, lake, older_than=datetime.now(UTC))
+    delete_orphaned_files(spark, lake, older_than=datetime.now(timezone.utc))
     assert _files_on_disk(catalog) == _known(lake)
     lake.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -41,7 +41,8 @@ def _utc(rows: list) -> list:
     """Spark hands TIMESTAMP WITH TIME ZONE out as naive UTC (session zone UTC)."""
     return [
         tuple(
-            v.replace(tzinfo=UTC) if isinstance(v, datetime) and v.tzinfo is None else v for v in r
+            v.replace(tzinfo=timezone.utc) if isinstance(v, datetime) and v.tzinfo is None else v
+            for v in r
         )
         for r in rows
     ]

@@ -7,6 +7,7 @@ facts by key."""
 from __future__ import annotations
 
 import datetime
+from datetime import timezone
 
 import pytest
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
@@ -96,7 +97,7 @@ class TestSnapshotDbtValidToCurrentByKey(BaseSnapshotDbtValidToCurrent):
         project.run_sql(populate_snapshot_expected_valid_to_current_sql)
         assert len(run_dbt(["snapshot"])) == 1
         table = f"{project.test_schema}.snapshot_actual"
-        utc = datetime.UTC
+        utc = timezone.utc
         # TIMESTAMP columns are instants: fetched as aware UTC datetimes
         current = datetime.datetime(2099, 12, 31, 0, 0, tzinfo=utc)
 

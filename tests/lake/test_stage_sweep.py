@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from dbt.adapters.ducklake.lake import (
     ColumnSpec,
@@ -57,7 +57,7 @@ def test_stale_copies_go_live_ones_and_known_files_stay(catalog: Catalog) -> Non
     assert publish(real, published, plans, author="t", message="m", extra_info=None)
     published.close()  # killed after the publish committed, before drop_stage
     time.sleep(1.2)
-    cutoff = datetime.now(UTC)
+    cutoff = datetime.now(timezone.utc)
     live = open_stage(real, "live")
     live_file = _build_into(live, "live_t")
     assert len(list_stages(real)) == 3
@@ -67,7 +67,7 @@ def test_stale_copies_go_live_ones_and_known_files_stay(catalog: Catalog) -> Non
     assert len(swept.dropped) == 2 and len(list_stages(real)) == 3
     assert os.path.normpath(live_file) in swept.live_files
     orphans = find_orphans(
-        real, older_than=datetime.now(UTC), cleanup_all=False, keep=swept.live_files
+        real, older_than=datetime.now(timezone.utc), cleanup_all=False, keep=swept.live_files
     )
     assert orphans.files == [os.path.normpath(dead_file)]
 

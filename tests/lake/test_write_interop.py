@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 
 import pyarrow.parquet as pq
@@ -39,7 +39,7 @@ def _row(i: int) -> tuple:
         [f"t{i}", "a, b", "it's"] if i % 2 else [],
         {"a": i, "b": {"c": i + 0.5, "d": f"d{i}"}} if i % 4 else None,
         {"k": i, "j": -i} if i % 2 else {},
-        datetime(2024, 1, 1 + i % 27, 10, 0, tzinfo=UTC),
+        datetime(2024, 1, 1 + i % 27, 10, 0, tzinfo=timezone.utc),
         Decimal(f"{i}.25"),
         i * 10,
     )
@@ -109,7 +109,7 @@ def _build(lake: Lake) -> dict[str, int]:
             ["q"],
             {"a": i, "b": {"d": "z"}, "e": i},
             {"z": 1},
-            datetime(2025, 3, 1, tzinfo=UTC),
+            datetime(2025, 3, 1, tzinfo=timezone.utc),
             2**40 + i,
             i,
         )
@@ -132,13 +132,13 @@ def _build(lake: Lake) -> dict[str, int]:
         [
             write_data_file(
                 p,
-                [(1, datetime(2024, 5, 1, tzinfo=UTC), "a")],
+                [(1, datetime(2024, 5, 1, tzinfo=timezone.utc), "a")],
                 partition_values=("2024", "a"),
                 subdir="year=2024/v=a/",
             ),
             write_data_file(
                 p,
-                [(2, datetime(2025, 5, 1, tzinfo=UTC), "b")],
+                [(2, datetime(2025, 5, 1, tzinfo=timezone.utc), "b")],
                 partition_values=("2025", "b"),
                 subdir="year=2025/v=b/",
             ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import glob
 import os
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pyarrow.parquet as pq
 import pytest
@@ -278,7 +278,7 @@ def test_orphans_only_untracked_files_older_than_the_threshold(
     os.utime(old, (two_days_ago, two_days_ago))
     os.utime(next(iter(tracked)), (two_days_ago, two_days_ago))  # old but tracked: kept
 
-    cutoff = datetime.now(UTC) - timedelta(days=1)
+    cutoff = datetime.now(timezone.utc) - timedelta(days=1)
     assert mt.delete_orphaned_files(spark, lake, older_than=cutoff, dry_run=True) == [old]
     assert os.path.exists(old)
     assert mt.delete_orphaned_files(spark, lake, older_than=cutoff) == [old]

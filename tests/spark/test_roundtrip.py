@@ -4,7 +4,7 @@ DuckDB writes -> this engine's scan returns the same values. Both catalog backen
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -46,7 +46,7 @@ def _value(i: int) -> tuple[Any, ...]:
         ["", "plain", 'it\'s "quoted", [x]', "ünïcødé ☃", None][i % 5],
         bytes([i % 256, 0, 255]) if i % 6 else b"",
         date(2024, 1, 1 + i % 28) if i % 9 else date(1, 1, 1),
-        datetime(2024, 3, 1, i % 24, i % 60, 0, 123456, tzinfo=UTC) if i % 8 else None,
+        datetime(2024, 3, 1, i % 24, i % 60, 0, 123456, tzinfo=timezone.utc) if i % 8 else None,
         datetime(1999, 12, 31, 23, 59, 59, 999999) if i % 2 else datetime(2030, 1, 1),
         [i, None, -i] if i % 3 else [],
         ["a, b", None, "{c}"] if i % 4 else None,
@@ -81,7 +81,7 @@ def _fix_spark_timestamps(rows: list[tuple[Any, ...]], ts_index: int) -> list[tu
     out = []
     for r in rows:
         v = r[ts_index]
-        out.append((*r[:ts_index], v.replace(tzinfo=UTC) if v else v, *r[ts_index + 1 :]))
+        out.append((*r[:ts_index], v.replace(tzinfo=timezone.utc) if v else v, *r[ts_index + 1 :]))
     return out
 
 

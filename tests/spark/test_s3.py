@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pyarrow as pa
@@ -113,7 +113,7 @@ def test_lake_on_s3_reads_the_same_in_duckdb(
     for path in (orphan, staged):
         lake.files.write_table(pa.table({"a": [1]}), path)
     # S3's LastModified is their age: fresh files stay unless everything goes
-    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    hour_ago = datetime.now(timezone.utc) - timedelta(hours=1)
     assert mt.delete_orphaned_files(spark, lake, older_than=hour_ago) == []
     assert lake.files.exists(orphan) and lake.files.exists(staged)
     deleted = mt.delete_orphaned_files(spark, lake, cleanup_all=True)

@@ -5,7 +5,7 @@ run as engine operations."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import pytest
 
@@ -131,7 +131,7 @@ def test_time_travel_equals_duckdb(spark, catalog: Catalog) -> None:
     runner.execute("CREATE TABLE main.t AS SELECT id, CAST(id AS STRING) AS v FROM range(0, 30)")
     first = lake.latest_snapshot()
     time.sleep(0.05)
-    stamp = datetime.now(UTC)
+    stamp = datetime.now(timezone.utc)
     runner.execute("DELETE FROM main.t WHERE id < 5")
     runner.execute("INSERT INTO main.t SELECT 100, 'x'")
     with lake.transaction() as tx:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import pytest
 
@@ -40,14 +40,22 @@ def test_inlined_and_fetched_timestamps_ignore_the_process_zone(
         "TIMESTAMP_NTZ '2024-01-01 12:00:00' AS ntz, "
         "named_struct('at', TIMESTAMP '2024-06-01 08:30:00') AS nested"
     )  # one row: inlined in the catalog
-    noon_utc = datetime(2024, 1, 1, 12, tzinfo=UTC)
+    noon_utc = datetime(2024, 1, 1, 12, tzinfo=timezone.utc)
     con = duck.connect()
     duck.attach(con, sqlite_catalog.duckdb_attach)
     row = con.execute("SELECT ts, ntz, nested.at FROM lake.t").fetchone()
-    assert row == (noon_utc, datetime(2024, 1, 1, 12), datetime(2024, 6, 1, 8, 30, tzinfo=UTC))
+    assert row == (
+        noon_utc,
+        datetime(2024, 1, 1, 12),
+        datetime(2024, 6, 1, 8, 30, tzinfo=timezone.utc),
+    )
 
     df = sql.execute("SELECT ts, ntz, nested FROM t")
     fetched = python_rows(df.collect(), df.schema)
     assert fetched == [
-        (noon_utc, datetime(2024, 1, 1, 12), {"at": datetime(2024, 6, 1, 8, 30, tzinfo=UTC)})
+        (
+            noon_utc,
+            datetime(2024, 1, 1, 12),
+            {"at": datetime(2024, 6, 1, 8, 30, tzinfo=timezone.utc)},
+        )
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -475,7 +475,7 @@ def _utc(rows: list[Any]) -> list[Any]:
 
     def fix(value: Any) -> Any:
         if isinstance(value, datetime) and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
+            return value.replace(tzinfo=timezone.utc)
         if isinstance(value, list | tuple):
             return type(value)(fix(v) for v in value)
         return value

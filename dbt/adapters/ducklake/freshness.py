@@ -3,7 +3,7 @@ last snapshot that changed the table, read from the catalog (no scan, no JVM).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import BaseRelation
@@ -40,7 +40,7 @@ class MetadataFreshness:
         self, sources: list[BaseRelation], macro_resolver: Any = None
     ) -> tuple[list[AdapterResponse | None], dict[BaseRelation, FreshnessResponse]]:
         lake = self._handle().lake
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
         found: dict[BaseRelation, FreshnessResponse] = {}
         with lake.reading():  # one catalog connection for every source
             for source in sources:

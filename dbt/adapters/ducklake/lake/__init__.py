@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .changes_made import qualified_name
-    from .codec import Infinite, decode_scalar, stats_string
+    from .codec import Infinite, decode_scalar, iso_datetime, stats_string
     from .connect import MetadataLocation, parse_metadata, sqlite_location
     from .deletion_vectors import (
         CorruptDeletionVectorError,
@@ -109,6 +109,7 @@ _HOME = {
     "CatalogNotFoundError": "errors",
     "CatalogReader": "reader",
     "Column": "models",
+    "iso_datetime": "codec",
     "extra_info_fields": "models",
     "ColumnSpec": "types",
     "ColumnStats": "models",
@@ -259,6 +260,7 @@ __all__ = [
     "is_decimal",
     "is_deletion_vector",
     "is_url",
+    "iso_datetime",
     "merge_groups",
     "merge_max",
     "merge_min",

@@ -13,7 +13,7 @@ import math
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def encode_catalog_time(backend: Backend, value: datetime) -> Any:
-    value = value.astimezone(UTC)
+    value = value.astimezone(timezone.utc)
     if backend == "postgres":
         return value
     text = value.strftime("%Y-%m-%d %H:%M:%S")
@@ -39,8 +39,48 @@ def encode_catalog_time(backend: Backend, value: datetime) -> Any:
 
 def decode_catalog_time(value: Any) -> datetime:
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     return parse_timestamptz(str(value))
+
+
+# what datetime.fromisoformat accepts from Python 3.11 on and 3.10 refuses: any number
+# of fraction digits, "Z", and offsets as +HH or +HHMM (DuckDB writes "+00")
+_ISO_STAMP = re.compile(
+    r"^(?P<head>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?|\d{2}:\d{2}(?::\d{2})?)"
+    r"(?:\.(?P<fraction>\d+))?\s*(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)?$"
+)
+
+
+def _iso_for_310(text: str) -> str:
+    found = _ISO_STAMP.match(text.strip())
+    if found is None:
+        return text  # fromisoformat says what is wrong with it
+    out = found["head"]
+    if found["fraction"]:
+        out += "." + found["fraction"][:6].ljust(6, "0")
+    zone = found["zone"]
+    if zone == "Z":
+        out += "+00:00"
+    elif zone:
+        digits = zone[1:].replace(":", "")
+        out += f"{zone[0]}{digits[:2]}:{digits[2:4] or '00'}"
+    return out
+
+
+def iso_datetime(text: str) -> datetime:
+    """`datetime.fromisoformat` as Python 3.11 reads text, on 3.10 too."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return datetime.fromisoformat(_iso_for_310(text))
+
+
+def iso_time(text: str) -> time:
+    """`time.fromisoformat` as Python 3.11 reads text, on 3.10 too."""
+    try:
+        return time.fromisoformat(text)
+    except ValueError:
+        return time.fromisoformat(_iso_for_310(text))
 
 
 def parse_timestamptz(text: str) -> datetime:
@@ -53,10 +93,10 @@ def parse_timestamptz(text: str) -> datetime:
             if offset.isdigit() and len(offset) == 2:
                 text = f"{text[:idx]}{sign}{offset}:00"
             break
-    parsed = datetime.fromisoformat(text)
+    parsed = iso_datetime(text)
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
 
 
 def as_bool(value: Any) -> bool | None:
@@ -101,7 +141,7 @@ def infinite(text: str) -> Infinite | None:
 
 def format_timestamp(value: datetime, with_tz: bool) -> str:
     if with_tz:
-        value = value.astimezone(UTC) if value.tzinfo else value
+        value = value.astimezone(timezone.utc) if value.tzinfo else value
     text = value.strftime("%Y-%m-%d %H:%M:%S")
     if value.microsecond:  # as DuckDB prints it: no trailing zeros
         text += f".{value.microsecond:06d}".rstrip("0")
@@ -208,13 +248,13 @@ def decode_scalar(t: str, value: Any) -> Any:
     if t in ("timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns"):
         if isinstance(value, datetime):
             return value
-        return datetime.fromisoformat(str(value)[:26])
+        return iso_datetime(str(value)[:26])
     if t == "timestamptz":
         if isinstance(value, datetime):
-            return value.astimezone(UTC)
+            return value.astimezone(timezone.utc)
         return parse_timestamptz(str(value))
     if t in ("time", "timetz"):
-        return value if isinstance(value, time) else time.fromisoformat(str(value))
+        return value if isinstance(value, time) else iso_time(str(value))
     if t == "interval":
         return value if isinstance(value, timedelta) else str(value)
     return value

@@ -12,10 +12,10 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import assert_never
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
+from typing_extensions import assert_never  # typing.assert_never is Python 3.11+
 
 from .changes_made import format_changes, qualified_name, quote_name, split_changes
 from .codec import encode_catalog_time

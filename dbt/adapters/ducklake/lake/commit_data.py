@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
@@ -56,7 +56,7 @@ class DataWriter:
         self.schema_version = latest.schema_version
         self.next_catalog_id = latest.next_catalog_id
         self.next_file_id = latest.next_file_id
-        self.now = datetime.now(UTC)
+        self.now = datetime.now(timezone.utc)
         self.changes: list[Change] = []
         self.versioned_tables: list[int] = []
         self.new_inlined: dict[int, tuple[str, tuple[Column, ...]]] = {}

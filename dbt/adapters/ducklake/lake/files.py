@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
@@ -230,4 +230,4 @@ def _mtime(info: pafs.FileInfo) -> datetime | None:
     mtime = info.mtime
     if mtime is None:
         return None
-    return mtime if mtime.tzinfo is not None else mtime.replace(tzinfo=UTC)
+    return mtime if mtime.tzinfo is not None else mtime.replace(tzinfo=timezone.utc)

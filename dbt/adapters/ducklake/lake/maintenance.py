@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import sqlalchemy as sa
@@ -228,7 +228,7 @@ def expire_snapshots(
         text = lake.option("expire_older_than")
         if text is None:
             return []
-        older_than = datetime.now(UTC) - parse_interval(text)
+        older_than = datetime.now(timezone.utc) - parse_interval(text)
     with lake.write_connection() as conn:
         latest = lake.latest_snapshot(conn)
         rows = conn.execute(sa.text(lake.snapshot_query("1=1"))).fetchall()
@@ -289,7 +289,7 @@ def _expire_files(lake: Store, conn: Any, kind: str, id_col: str, also: str) -> 
     if not doomed:
         return
     roots = table_roots(lake, conn)
-    now = encode_catalog_time(lake.backend, datetime.now(UTC))
+    now = encode_catalog_time(lake.backend, datetime.now(timezone.utc))
     for r in doomed:
         run(
             f"INSERT INTO {q('ducklake_files_scheduled_for_deletion')} VALUES (:id, :p, :rel, :t)",
@@ -415,7 +415,7 @@ def cleanup_candidates(
         text = lake.option("delete_older_than")
         if text is None:
             return []
-        older_than = datetime.now(UTC) - parse_interval(text)
+        older_than = datetime.now(timezone.utc) - parse_interval(text)
     with lake.connect() as conn:
         rows = conn.execute(
             sa.text(
@@ -501,7 +501,7 @@ def _unknown_files(lake: Store, known: set[str], older_than: datetime) -> Orphan
     holding: set[str] = set()  # staging folders with at least one file
     kept: set[str] = set()  # staging folders with a file that stays (a live writer's)
     ages: dict[str, datetime] = {}  # directories, by path
-    now = datetime.now(UTC)
+    now = datetime.now(timezone.utc)
     for entry in lake.files.walk(lake.data_path):
         folder = _staging_folder(lake, entry.path)
         if entry.is_dir:
@@ -533,12 +533,12 @@ def orphan_age(lake: Store, older_than: datetime | None, cleanup_all: bool) -> d
     """The age limit for orphans (and staging copies left by dead builds): given, the
     lake's `delete_older_than`, or none at all (nothing is old enough)."""
     if cleanup_all:
-        return datetime.max.replace(tzinfo=UTC)
+        return datetime.max.replace(tzinfo=timezone.utc)
     if older_than is None:
         text = lake.option("delete_older_than")
         if text is None:
             return None
-        return datetime.now(UTC) - parse_interval(text)
+        return datetime.now(timezone.utc) - parse_interval(text)
     return older_than
 
 

@@ -22,12 +22,12 @@ import os
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
 
-from .codec import decode_catalog_time
+from .codec import decode_catalog_time, iso_datetime
 from .files import normalize_path
 from .maintenance import known_files, orphan_age
 from .store import Store
@@ -59,7 +59,7 @@ class StageSweep:
 
 def stage_comment(source_schema: str) -> str:
     """The schema comment of a PostgreSQL copy: when it was made, and of what."""
-    created = datetime.now(UTC).isoformat()
+    created = datetime.now(timezone.utc).isoformat()
     return json.dumps({"dbt-ducklake stage": {"of": source_schema, "created": created}})
 
 
@@ -133,7 +133,9 @@ def _sqlite_stages(catalog: str) -> list[StageCopy]:
                 base = path[: -len(suffix)]
         with contextlib.suppress(FileNotFoundError):  # dropped meanwhile
             latest[base] = max(latest.get(base, 0.0), os.stat(path).st_mtime)
-    return [StageCopy(b, datetime.fromtimestamp(t, UTC)) for b, t in sorted(latest.items())]
+    return [
+        StageCopy(b, datetime.fromtimestamp(t, timezone.utc)) for b, t in sorted(latest.items())
+    ]
 
 
 def _postgres_stages(real: Store) -> list[StageCopy]:
@@ -185,7 +187,7 @@ def _data_path(conn: Any, metadata_table: str) -> Any:
 def _created(comment: Any) -> datetime | None:
     try:
         info = json.loads(comment or "")["dbt-ducklake stage"]
-        return datetime.fromisoformat(info["created"])
+        return iso_datetime(info["created"])
     except (ValueError, KeyError, TypeError):
         return None
 

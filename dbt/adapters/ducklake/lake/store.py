@@ -12,8 +12,8 @@ import uuid
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Any, Self
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -33,6 +33,9 @@ from .errors import CatalogNotFoundError, FormatVersionError, MetadataConfigErro
 from .files import FileIO
 from .models import Snapshot
 from .options import OptionRow, resolve_option
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is Python 3.11+
 
 CREATED_BY = "dbt-ducklake"
 
@@ -152,7 +155,7 @@ class Store:
         return lake
 
     def _create(self, data_path: str, encrypted: bool = False) -> None:
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
         with self.write_connection() as conn:
             if self.has_table("ducklake_metadata", conn, refresh=True):
                 return  # another process created it first
@@ -313,7 +316,7 @@ class Store:
             return self.latest_snapshot()
         with self.connect() as conn:
             if isinstance(at, datetime):
-                ts = at if at.tzinfo else at.replace(tzinfo=UTC)
+                ts = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
                 rows = conn.execute(
                     sa.text(self.snapshot_query("1=1")),
                 ).fetchall()

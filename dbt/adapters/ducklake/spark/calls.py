@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ..lake import SETTABLE_OPTIONS, Lake, parse_interval
+from ..lake import SETTABLE_OPTIONS, Lake, iso_datetime, parse_interval
 from . import maintenance as mt
 from .engine import CommitInfo
 from .errors import CallError
@@ -318,12 +318,12 @@ def _value(text: str) -> Any:
     if re.fullmatch(r"-?\d*\.\d+", text):
         return float(text)
     if low in ("now()", "current_timestamp"):
-        return datetime.now(UTC)
+        return datetime.now(timezone.utc)
     if (m := _NOW_MINUS.match(text)) is not None:
-        return datetime.now(UTC) - parse_interval(m.group(1).replace("''", "'"))
+        return datetime.now(timezone.utc) - parse_interval(m.group(1).replace("''", "'"))
     if low.startswith("timestamp") and (m := _TIMESTAMP.match(text)) is not None:
         value = _timestamp(m.group(1).replace("''", "'"))
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     if len(text) >= 2 and text[0] == text[-1] == "'":
         return text[1:-1].replace("''", "'")
     if len(text) >= 2 and text[0] == text[-1] == '"':
@@ -333,7 +333,7 @@ def _value(text: str) -> Any:
 
 def _timestamp(text: str) -> datetime:
     try:
-        return datetime.fromisoformat(text)
+        return iso_datetime(text)
     except ValueError:
         raise CallError(
             f"cannot read {text!r} as a timestamp; write it like '2026-01-31 12:00:00'"

@@ -7,7 +7,7 @@ results out of Spark in it (`collect`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from ..lake import Infinite
 from .types import python_value
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 INFINITE_DAYS = 2_147_483_647  # DuckDB's DATE 'infinity' (negated: '-infinity')
 INFINITE_MICROS = 9_223_372_036_854_775_807  # TIMESTAMP 'infinity'
 
@@ -69,7 +69,7 @@ def carried_value(value: Any, dt: T.DataType) -> Any:
         return (value - date(1970, 1, 1)).days
     if isinstance(dt, T.TimestampType | T.TimestampNTZType):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
+            value = value.replace(tzinfo=timezone.utc)
         return (value - EPOCH) // timedelta(microseconds=1)
     return value
 

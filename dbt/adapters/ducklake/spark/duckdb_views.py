@@ -15,12 +15,13 @@ whose everyday form is sqlglot's).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import timezone
 from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
 
+from ..lake import iso_datetime
 from .duckdb_edges import EDGE_RULES
 from .duckdb_functions import ANONYMOUS_RULES, FUNCTION_RULES, spark_forms, unsupported
 from .duckdb_functions import error_call as _error
@@ -497,8 +498,8 @@ def _time_travel(node: exp.Expression) -> exp.Expression:
         return node  # the engine refuses it before the view is stored
     if node.name.upper() == "VERSION":
         return exp.Var(this=f"AT (VERSION => {int(value.name)})")
-    stamp = datetime.fromisoformat(value.name)
-    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    stamp = iso_datetime(value.name)
+    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
     return exp.Var(this=f"AT (TIMESTAMP => TIMESTAMPTZ '{stamp.isoformat(sep=' ')}')")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..lake import (
     PartitionSpec,
     decode_scalar,
     is_decimal,
+    iso_datetime,
 )
 
 OPS = ("=", "<", "<=", ">", ">=", "between", "in", "is_null", "is_not_null")
@@ -54,9 +55,11 @@ def coerce_value(type_name: str, value: Any) -> Any:
     if type_name == "date" and isinstance(value, str):
         return date.fromisoformat(value)
     if type_name in ("timestamp", "timestamptz") and isinstance(value, str):
-        value = datetime.fromisoformat(value)
+        value = iso_datetime(value)
     if type_name == "timestamptz" and isinstance(value, datetime):
-        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        return (
+            value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        )
     return value
 
 

@@ -15,7 +15,7 @@ import itertools
 import logging
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import sqlglot
 from pyspark.sql import DataFrame, SparkSession
@@ -23,7 +23,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
-from ..lake import CatalogReader, Lake
+from ..lake import CatalogReader, Lake, iso_datetime
 from .catalog_queries import INFORMATION_SCHEMA, INFORMATION_SCHEMA_VIEWS, information_schema
 from .changes import rows_as_changes, table_changes
 from .errors import LakeSQLError
@@ -242,7 +242,7 @@ class QueryRewriter:
         if isinstance(result, int):
             return result
         if isinstance(result, datetime):
-            return result if result.tzinfo else result.replace(tzinfo=UTC)
+            return result if result.tzinfo else result.replace(tzinfo=timezone.utc)
         raise LakeSQLError(f"change feed bound {arg.sql(dialect='spark')} is not an id or a time")
 
     def _lake_refs(self, tree: exp.Expression, text: str, cat: CatalogReader) -> list[_Ref]:
@@ -336,10 +336,10 @@ def travel_target(kind: str, value: str) -> int | datetime:
         return int(value)
     literal = value.split("'", 1)[1].rsplit("'", 1)[0].replace("''", "'")
     try:
-        stamp = datetime.fromisoformat(literal)
+        stamp = iso_datetime(literal)
     except ValueError:
         raise LakeSQLError(
             f"TIMESTAMP AS OF {literal!r} is not a timestamp; write it like "
             "'2026-01-31 12:00:00' or '2026-01-31T12:00:00+00:00'"
         ) from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)

@@ -18,7 +18,7 @@ and maps.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import Row
@@ -218,7 +218,7 @@ def python_value(value: Any, data_type: T.DataType) -> Any:
     if value is None:
         return None
     if isinstance(data_type, T.TimestampType) and isinstance(value, datetime):
-        return value.astimezone(UTC)
+        return value.astimezone(timezone.utc)
     if isinstance(data_type, T.StructType):
         return {
             f.name: python_value(v, f.dataType)

@@ -8,7 +8,7 @@ scan at the same snapshot, and the result is generated as Spark SQL.
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 import sqlglot
 from pyspark.errors import PySparkException
@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from ..lake import CatalogNotFoundError, CatalogReader, Lake, LakeError
+from ..lake import CatalogNotFoundError, CatalogReader, Lake, LakeError, iso_datetime
 from .errors import UnsupportedTypeError, ViewError
 from .scan import scan_table
 from .types import spark_schema
@@ -98,8 +98,8 @@ def _pinned(table: exp.Table, schema: str, name: str) -> int | datetime | None:
         )
     if kind.upper() == "VERSION":
         return int(value.name)
-    stamp = datetime.fromisoformat(value.name)
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+    stamp = iso_datetime(value.name)
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
 
 
 def _catalog_at(

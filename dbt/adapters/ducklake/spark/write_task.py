@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
@@ -63,7 +63,7 @@ def _bucket_bytes(value: Any) -> bytes:
         return struct.pack("<q", value)
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(UTC).replace(tzinfo=None)
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
         micros = (value - datetime(1970, 1, 1)) // timedelta(microseconds=1)
         return struct.pack("<q", micros)
     if isinstance(value, date):
@@ -108,7 +108,7 @@ def time_part(transform: str, value: Any) -> Any:
     if value is None or transform not in ("year", "month", "day", "hour"):
         return value
     if isinstance(value, datetime) and value.tzinfo is not None:
-        value = value.astimezone(UTC)
+        value = value.astimezone(timezone.utc)
     return getattr(value, transform)
 
 
