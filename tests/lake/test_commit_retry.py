@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 
 from dbt.adapters.ducklake.lake import ColumnSpec, Lake
 from tests import duck
@@ -39,9 +40,14 @@ class CollideOnce:
         if self.table_row_written:
             self.fired += 1
             message = "UNIQUE constraint failed: ducklake_snapshot.snapshot_id"
-            if self.backend == "sqlite":
-                raise sqlite3.IntegrityError(message)
-            raise psycopg.errors.UniqueViolation(f"duplicate key value violates {message}")
+            orig: Exception = (
+                sqlite3.IntegrityError(message)
+                if self.backend == "sqlite"
+                else psycopg.errors.UniqueViolation(f"duplicate key value violates {message}")
+            )
+            # as SQLAlchemy hands a real collision over (2.1 wraps an event's DBAPI
+            # error itself, 2.0 does not)
+            raise sa_exc.IntegrityError(statement, None, orig)
         self.statements_before.append(text)
         if TABLE_ROW.match(text):
             self.table_row_written = True
