@@ -61,10 +61,8 @@ def _key(schema: str, name: str) -> str:
 def _check_window(lake: Lake, upstream: str, model: str, since: int, end: int) -> None:
     """The consumed snapshot and every one after it up to `end` must still exist: the
     rows an expired snapshot saw, and the files the window's changes ended, may be gone."""
-    kept = lake.kept_snapshot_ids(since, end)
-    if len(kept) == end - since + 1:
-        return
-    missing = sorted(set(range(since, end + 1)) - set(kept))
+    kept = set(lake.kept_snapshot_ids(since, end))
+    missing = [i for i in range(since, end + 1) if i not in kept]
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (", …" if len(missing) > 5 else "")
         raise DbtRuntimeError(

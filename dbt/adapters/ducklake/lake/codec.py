@@ -84,16 +84,8 @@ def iso_time(text: str) -> time:
 
 
 def parse_timestamptz(text: str) -> datetime:
-    text = text.strip()
-    # DuckDB writes offsets as +00 / +05:30; Python wants +HH:MM.
-    for sign in ("+", "-"):
-        idx = text.rfind(sign)
-        if idx > 10:
-            offset = text[idx + 1 :]
-            if offset.isdigit() and len(offset) == 2:
-                text = f"{text[:idx]}{sign}{offset}:00"
-            break
-    parsed = iso_datetime(text)
+    # DuckDB writes offsets as +00 / +05:30, which iso_datetime reads on every Python
+    parsed = iso_datetime(text.strip())
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc)
