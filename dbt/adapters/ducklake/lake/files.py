@@ -199,6 +199,11 @@ class FileIO:
         with fs.open_input_stream(inner) as stream:
             return bytes(stream.read())
 
+    def parquet_file(self, path: str) -> pq.ParquetFile:
+        """The file opened for reading only the columns and row groups asked for."""
+        fs, inner = self._resolve(path)
+        return pq.ParquetFile(fs.open_input_file(inner))
+
     def read_table(self, path: str, columns: list[str] | None = None) -> pa.Table:
         fs, inner = self._resolve(path)
         return pq.read_table(inner, columns=columns, filesystem=fs)

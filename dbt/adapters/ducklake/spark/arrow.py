@@ -493,7 +493,7 @@ class DeleteTarget:
 OldDeletes = tuple[np.ndarray, np.ndarray]
 
 
-def _old_deletes(target: DeleteTarget) -> OldDeletes:
+def old_deletes(target: DeleteTarget) -> OldDeletes:
     """(positions, deleting snapshots) of the data file's live delete file."""
     path = target.old_delete_file
     assert path is not None and target.old_begin_snapshot is not None
@@ -526,7 +526,7 @@ def write_delete_file(
     `target.write_vector` (and no stamps), a deletion vector of old and new positions.
     `old`: the live delete file's deletes, when the caller has read them."""
     if target.old_delete_file is not None and old is None:
-        old = _old_deletes(target)
+        old = old_deletes(target)
     if target.write_vector and stamps is None:
         return _write_vector(target, positions, old)
     new = sorted(set(positions))

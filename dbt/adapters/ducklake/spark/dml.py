@@ -247,9 +247,30 @@ def stage_deletes(
     return _stage_outcomes(tx, table, outcomes, by_file, written)
 
 
+def stage_victims_here(
+    lake: Lake, tx: Transaction, table: StagedTable, files: Sequence[DataFile], victims: pa.Table
+) -> int:
+    """`stage_deletes(few=True)` for victims the driver found itself (`driver_files`):
+    (fid, pos, rowid) rows, fid and pos NULL for inlined rows, in the unencrypted data
+    files `files`. The number of rows deleted."""
+    assert table.table_id is not None
+    options = write_options(lake, table)
+    task = StageDeletesTask(
+        {f.data_file_id: _facts(f, table, lake.files, options) for f in files},
+        inlining_limit(lake, table),
+        tx.stamp_snapshot_id,
+        options.compression,
+        check_repeats=False,
+    )
+    outcomes = _run_here(task, victims.combine_chunks().to_batches())
+    by_file = sorted((r for r in outcomes if r.fid is not None), key=lambda r: r.fid)
+    written = [r for r in by_file if r.outcome == WRITTEN]
+    return _stage_outcomes(tx, table, outcomes, by_file, written)
+
+
 def _on_driver(task: Callable[..., Any], lineage: DataFrame) -> list[Row]:
-    """`task` run here over the collected (fid, pos, rowid) triples, sorted as a Spark
-    partition would give them; its result rows as Spark returns them."""
+    """`task` run here over the collected (fid, pos, rowid) triples; its result rows
+    as Spark returns them."""
     triples = lineage.collect()
     if not triples:
         return []
@@ -257,6 +278,14 @@ def _on_driver(task: Callable[..., Any], lineage: DataFrame) -> list[Row]:
         [pa.array([t[i] for t in triples], pa.int64()) for i in range(len(lineage.columns))],
         names=lineage.columns,
     )
+    return _run_here(task, [batch])
+
+
+def _run_here(task: Callable[..., Any], batches: list[pa.RecordBatch]) -> list[Row]:
+    """`task` over the victims sorted as a Spark partition would give them."""
+    if not batches or not sum(b.num_rows for b in batches):
+        return []
+    batch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
     order = pc.sort_indices(batch, [("fid", "ascending"), ("pos", "ascending")])
     return [Row(**r) for out in task(iter([batch.take(order)])) for r in out.to_pylist()]
 
