@@ -29,7 +29,7 @@ CHANGES = [
     ("DELETE FROM {t} WHERE id BETWEEN 600 AND 610", False),
     ("DELETE FROM {t} WHERE d > 1.0 AND id = 700", False),
     ("DELETE FROM {t} WHERE id < 1400", False),  # more than FEW_VICTIMS
-    ("UPDATE {t} SET v = 'z', n = 7 WHERE id IN (1420, 1421, 402)", True),  # 402: stored id
+    ("UPDATE {t} SET v = 'z', n = 7 WHERE id IN (1420, 1421, 402, 1510, 2950)", True),
     ("UPDATE {t} SET d = 0.25 WHERE id = 5200", True),  # a file DuckDB wrote
     ("UPDATE {t} SET n = NULL, b = FALSE WHERE id = 1420", True),  # an updated row again
     ("DELETE FROM {t} WHERE id = 1421 OR id = 5201", True),  # inlined and file rows
@@ -56,6 +56,8 @@ def _history(sql, con, table: str) -> None:
 
 def test_few_rows_of_files_changed_on_the_driver_equal_sparks(both) -> None:  # noqa: F811
     lake, sql, con, spark_runs = both
+    # several row groups a file: an UPDATE copies its rows from the groups holding them
+    sql.execute("CALL ducklake_set_option('lake', 'parquet_row_group_size', 700)")
     for table in ("fast", "slow"):
         _history(sql, con, table)
     con.execute("CALL ducklake_flush_inlined_data('lake')")

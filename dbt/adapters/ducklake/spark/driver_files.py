@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from sqlglot import exp
 
 from ..lake import Column, ColumnStats, DataFile, FileIO
@@ -120,8 +121,9 @@ def find_file_victims(
         not _readable_here(f, snapshot_id) for f in candidates
     ):
         return None
-    needed = list(columns) if with_rows else [by_name[n] for n in _names(where)]
-    if with_rows and any(c.type not in (*COMPARABLE, "float64") for c in columns):
+    tested = [by_name[n] for n in _names(where)]
+    copied = list(columns) if with_rows else None
+    if copied is not None and any(c.type not in (*COMPARABLE, "float64") for c in copied):
         return None  # values copied into inlined rows must be Spark's own
     gone: dict[int, list[int]] = {}
     for d in inlined_deletes:
@@ -129,7 +131,10 @@ def find_file_victims(
     found: list[tuple[DataFile, pa.Table]] = []
     total = 0
     for f in candidates:
-        part = _file_victims(files_io, f, needed, test, gone.get(f.data_file_id, []), with_rows)
+        try:
+            part = _file_victims(files_io, f, tested, copied, test, gone.get(f.data_file_id, []))
+        except pa.ArrowException:  # a file typed unlike Spark's reading of it: Spark decides
+            return None
         if part is None:
             return None
         if part.num_rows:
@@ -137,7 +142,7 @@ def find_file_victims(
             total += part.num_rows
             if total > FEW_VICTIMS:
                 return None
-    return _gathered(found, needed if with_rows else None)
+    return _gathered(found, copied)
 
 
 def _readable_here(f: DataFile, snapshot_id: int) -> bool:
@@ -153,27 +158,42 @@ def _readable_here(f: DataFile, snapshot_id: int) -> bool:
 def _file_victims(
     files_io: FileIO,
     f: DataFile,
-    needed: Sequence[Column],
+    tested: Sequence[Column],
+    copied: Sequence[Column] | None,
     test: pc.Expression,
     inlined_gone: list[int],
-    with_rows: bool,
 ) -> pa.Table | None:
-    """The file's victims: `pos`, `rowid` and (with_rows) the needed columns under
-    their lower-case names; None when a needed column is not in the file."""
+    """The file's victims: `pos`, `rowid` and the `copied` columns under their
+    lower-case names; None when a column is not in the file. Only the `tested` columns
+    are read whole; the copied ones come from the row groups holding victims."""
     parquet = files_io.parquet_file(f.path)
     names = _names_by_field_id(parquet.schema_arrow)
-    if any(c.column_id not in names for c in needed):
+    if any(c.column_id not in names for c in [*tested, *(copied or [])]):
         return None  # an added column reads as NULL or its default: Spark's path
-    read = [names[c.column_id] for c in needed]
     stored_ids = names.get(ROW_ID_FIELD_ID)
-    data = parquet.read(columns=read + ([stored_ids] if stored_ids else []))
-    data = data.rename_columns(
-        [c.name.lower() for c in needed] + (["__stored_rowid"] if stored_ids else [])
-    )
+    data = parquet.read(columns=[names[c.column_id] for c in tested])
+    data = data.rename_columns([c.name.lower() for c in tested])
     data = data.append_column("pos", pa.array(np.arange(data.num_rows, dtype=np.int64)))
-    data = data.filter(test)
-    if not data.num_rows:
-        return data
+    data = data.filter(test).select(["pos"])
+    if data.num_rows:
+        data = _without_deleted(files_io, f, data, inlined_gone)
+    positions = data.column("pos").to_numpy()
+    extra = [names[c.column_id] for c in copied or []] + ([stored_ids] if stored_ids else [])
+    at = _rows_at(parquet, positions, extra) if extra and len(positions) else None
+    rowid = pc.add(data.column("pos"), pa.scalar(f.row_id_start, pa.int64()))
+    if at is not None and stored_ids:
+        rowid = pc.coalesce(at.column(stored_ids), rowid)
+    out = data.append_column("rowid", rowid.cast(pa.int64()))
+    for c in copied or []:
+        values = at.column(names[c.column_id]) if at is not None else pa.nulls(0)
+        out = out.append_column(c.name.lower(), values)
+    return out
+
+
+def _without_deleted(
+    files_io: FileIO, f: DataFile, data: pa.Table, inlined_gone: list[int]
+) -> pa.Table:
+    """`data` without the positions the file's delete file or inlined deletes remove."""
     already = list(inlined_gone)
     if f.delete_file is not None:
         target = DeleteTarget(
@@ -185,13 +205,24 @@ def _file_victims(
             old_delete_format=f.delete_file.format,
         )
         already.extend(old_deletes(target)[0].tolist())
-    if already:
-        data = data.filter(pc.invert(pc.is_in(data.column("pos"), pa.array(already, pa.int64()))))
-    rowid = pc.add(data.column("pos"), pa.scalar(f.row_id_start, pa.int64()))
-    if stored_ids:
-        rowid = pc.coalesce(data.column("__stored_rowid"), rowid)
-        data = data.drop_columns(["__stored_rowid"])
-    return data.append_column("rowid", rowid.cast(pa.int64()))
+    if not already:
+        return data
+    return data.filter(pc.invert(pc.is_in(data.column("pos"), pa.array(already, pa.int64()))))
+
+
+def _rows_at(parquet: pq.ParquetFile, positions: np.ndarray, columns: list[str]) -> pa.Table:
+    """`columns` at `positions` (sorted), read from the row groups holding them only."""
+    meta = parquet.metadata
+    sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+    read = parquet.read_row_groups(groups.tolist(), columns=columns)
+    # where each chosen group begins in what was read
+    offsets = np.concatenate([[0], np.cumsum(sizes[groups])])[:-1]
+    begins = dict(zip(groups.tolist(), offsets.tolist(), strict=True))
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    index = [begins[g] + int(p - starts[g]) for p, g in zip(positions, group_of, strict=True)]
+    return read.take(pa.array(index, pa.int64()))
 
 
 def _gathered(found: list[tuple[DataFile, pa.Table]], rows: Sequence[Column] | None) -> FileVictims:
