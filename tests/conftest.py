@@ -198,6 +198,16 @@ class S3Server:
             url_style="path",
         )
 
+    def profile_fields(self) -> dict[str, str]:
+        """The profile's `s3_*` fields that reach this server."""
+        return {
+            "s3_endpoint": self.endpoint,
+            "s3_region": self.region,
+            "s3_access_key_id": self.access_key_id,
+            "s3_secret_access_key": self.secret_access_key,
+            "s3_url_style": "path",
+        }
+
     def new_bucket(self) -> str:
         """A fresh bucket, so tests never see each other's files."""
         import pyarrow.fs as pafs

@@ -35,11 +35,7 @@ def _profile(s3: S3Server, data_path: str) -> dict:
                     "threads": 2,
                     "spark_master": "local[2]",
                     "spark_conf": {"spark.sql.shuffle.partitions": "2"},
-                    "s3_endpoint": s3.endpoint,
-                    "s3_region": s3.region,
-                    "s3_access_key_id": s3.access_key_id,
-                    "s3_secret_access_key": s3.secret_access_key,
-                    "s3_url_style": "path",
+                    **s3.profile_fields(),
                 }
             },
         }

@@ -36,14 +36,39 @@ def s3_jars(jar_dir: str | None = None) -> list[str]:
 
 
 def with_s3_jars(conf: Mapping[str, Any], jars: list[str]) -> dict[str, str]:
-    """`conf` with the cache's S3 jars added to `spark.jars`, unless the profile brings
-    hadoop-aws itself (in spark.jars or spark.jars.packages)."""
+    """`conf` with S3A's jars, unless the profile brings hadoop-aws itself (in
+    spark.jars or spark.jars.packages): the cache's jars (`./dev jars`) in `spark.jars`
+    when there are some, else hadoop-aws of pyspark's own Hadoop in
+    `spark.jars.packages`, which Spark resolves from Maven Central (or the profile's
+    `spark.jars.repositories`) at start, as an installed wheel has no jar cache."""
     out = {k: str(v) for k, v in conf.items()}
     given = out.get("spark.jars", "")
-    if not jars or "hadoop-aws" in given or "hadoop-aws" in out.get("spark.jars.packages", ""):
+    packages = out.get("spark.jars.packages", "")
+    if "hadoop-aws" in given or "hadoop-aws" in packages:
         return out
-    out["spark.jars"] = ",".join([*(j for j in given.split(",") if j), *jars])
+    if jars:
+        out["spark.jars"] = ",".join([*(j for j in given.split(",") if j), *jars])
+        return out
+    package = hadoop_aws_package()
+    if package is not None:
+        log.info("S3: Spark fetches %s (spark.jars.packages) at start", package)
+        out["spark.jars.packages"] = ",".join([*(p for p in packages.split(",") if p), package])
     return out
+
+
+def hadoop_aws_package(spark_jars: str | None = None) -> str | None:
+    """The Maven coordinate of hadoop-aws matching the Hadoop client pyspark ships
+    (`jars/hadoop-client-api-<version>.jar`): S3A must equal it. None when pyspark's
+    jars are elsewhere (a SPARK_HOME install): the profile then names it."""
+    if spark_jars is None:
+        import pyspark
+
+        spark_jars = os.path.join(os.path.dirname(pyspark.__file__), "jars")
+    found = sorted(glob.glob(os.path.join(spark_jars, "hadoop-client-api-*.jar")))
+    if not found:
+        return None
+    version = os.path.basename(found[-1])[len("hadoop-client-api-") : -len(".jar")]
+    return f"org.apache.hadoop:hadoop-aws:{version}"
 
 
 def hadoop_s3_conf(settings: S3Settings) -> dict[str, str]:

@@ -101,6 +101,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
+        require_spark_4("pyspark", _pyspark_version())
         local = config.local
         python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
         if python:
@@ -130,6 +131,8 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if config.console_log:
             _quiet_python_error_loggers()
         session = builder.getOrCreate()
+        if config.remote:  # the server's Spark, which may differ from this client's
+            require_spark_4(f"the Spark Connect server {config.remote}", session.version)
         if config.remote:
             # Spark Connect sessions take SQL configs at runtime
             for key, value in REQUIRED_CONF.items():
@@ -142,6 +145,28 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
 
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
+
+# Spark 3.5 reads no Parquet file written before a DuckLake type promotion (INT32 into
+# a BIGINT column: Spark 4.0 widens in its reader), builds no DataFrame from an Arrow
+# table, and has no `pyspark.sql.classic`: refused by name rather than half working.
+OLDEST_SPARK = (4, 0)
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def require_spark_4(what: str, version: str) -> None:
+    """Refuse a Spark older than OLDEST_SPARK, naming the version found."""
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts < OLDEST_SPARK:
+        raise SessionConfigError(
+            f"{what} is Spark {version}; dbt-ducklake needs Spark 4.0 or later (tested: "
+            "4.0, 4.1, 4.2 and 4.3). Spark 3.5 cannot read Parquet files written before "
+            "a DuckLake type promotion, nor build DataFrames from Arrow tables"
+        )
 
 
 def _throwaway_warehouse() -> str:
