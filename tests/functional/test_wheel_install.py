@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dbt.adapters.ducklake.storage import hadoop_aws_package
 from tests import duck
 from tests.conftest import S3Server
 
@@ -110,8 +111,9 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
     env["DO_NOT_TRACK"] = "1"
 
     def dbt(*args: str) -> subprocess.CompletedProcess[str]:
+        profiles = [] if args == ("--version",) else ["--profiles-dir", str(project)]
         return subprocess.run(
-            [str(venv / "bin" / "dbt"), *args, "--profiles-dir", str(project)],
+            [str(venv / "bin" / "dbt"), *args, *profiles],
             cwd=project,
             env=env,
             capture_output=True,
@@ -119,13 +121,7 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
             timeout=600,
         )
 
-    version = subprocess.run(
-        [str(venv / "bin" / "dbt"), "--version"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    version = dbt("--version")
     assert version.returncode == 0 and "ducklake" in version.stdout, version.stdout
     imported = subprocess.run(
         [venv / "bin" / "python", "-c", "import dbt.adapters.ducklake as m; print(m.__file__)"],
@@ -145,8 +141,10 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
     build = dbt("build")
     assert build.returncode == 0, build.stdout[-5000:]
     # with no jar cache, S3A came as hadoop-aws of the venv's Hadoop, fetched by Spark
-    (api,) = venv.glob("lib/python3.*/site-packages/pyspark/jars/hadoop-client-api-*.jar")
-    hadoop = api.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    (jars,) = venv.glob("lib/python3.*/site-packages/pyspark/jars")
+    package = hadoop_aws_package(str(jars))
+    assert package is not None
+    hadoop = package.rsplit(":", 1)[1]
     assert list(Path.home().glob(f".ivy2*/jars/org.apache.hadoop_hadoop-aws-{hadoop}.jar"))
 
     con = duck.connect_s3(s3_server.duckdb_secret())

@@ -131,9 +131,9 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if config.console_log:
             _quiet_python_error_loggers()
         session = builder.getOrCreate()
-        if config.remote:  # the server's Spark, which may differ from this client's
-            require_spark_4(f"the Spark Connect server {config.remote}", session.version)
         if config.remote:
+            # the server's Spark, which may differ from this client's
+            require_spark_4(f"the Spark Connect server {config.remote}", session.version)
             # Spark Connect sessions take SQL configs at runtime
             for key, value in REQUIRED_CONF.items():
                 session.conf.set(key, value)
