@@ -4,6 +4,7 @@ multi-action clauses; a target row matched twice is an error that commits nothin
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.lake.models import Column
+from dbt.adapters.ducklake.spark import merge
 from dbt.adapters.ducklake.spark.engine import create_table_as, insert_into
 from dbt.adapters.ducklake.spark.merge import (
     Aliases,
@@ -213,12 +215,9 @@ def test_merge_keys_are_read_from_the_parsed_on_condition() -> None:
     assert _parsed("t.id = = s.id") is None  # unreadable: no keys, nothing pruned
 
 
-def test_merge_prunes_the_target_by_its_keys_whatever_else_on_says(
-    spark, sqlite_catalog: Catalog
-) -> None:
-    """A SQL MERGE reads only the target files the source keys' range can match, also
-    when ON adds conditions or a literal that holds `or`; a top-level OR reads all."""
-    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+def _ids_in_four_files(spark, catalog: Catalog) -> Lake:
+    """A lake whose table `t` holds ids 0-3999 in four files of ascending key ranges."""
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     create_table_as(
         lake,
         "main",
@@ -227,6 +226,16 @@ def test_merge_prunes_the_target_by_its_keys_whatever_else_on_says(
         .repartitionByRange(4, "id")
         .sortWithinPartitions("id"),
     )
+    return lake
+
+
+def test_merge_prunes_the_target_by_its_keys_whatever_else_on_says(
+    spark, sqlite_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQL MERGE reads only the target files the source keys' range can match, also
+    when ON adds conditions or a literal that holds `or`; a top-level OR reads all."""
+    monkeypatch.setattr(merge, "PRUNE_FROM_ROWS", 1)  # 4,000 rows: prune them all the same
+    lake = _ids_in_four_files(spark, sqlite_catalog)
     sql = LakeSQL(spark, lake)
     source = "(SELECT id, 'x' AS v FROM range(10, 20))"
     cases = [  # ON, files read, ids updated
@@ -247,6 +256,40 @@ def test_merge_prunes_the_target_by_its_keys_whatever_else_on_says(
         got = con.execute(f"SELECT id FROM lake.t WHERE v = '{tag}'").fetchall()
         assert {r[0] for r in got} == ids, on
         con.execute("DETACH lake")
+    con.close()
+
+
+def test_a_small_target_is_read_whole_without_a_job_over_the_source(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    """Under `PRUNE_FROM_ROWS` target rows, finding the source's key range would cost a
+    job that saves less than it costs: every target file is read, none is skipped, and
+    the MERGE still changes exactly the matched rows."""
+    lake = _ids_in_four_files(spark, sqlite_catalog)
+    assert merge.PRUNE_FROM_ROWS > 4000
+    sql = LakeSQL(spark, lake)
+    jobs = spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs()
+    sql.execute(
+        "MERGE INTO t USING (SELECT id, 'x' AS v FROM range(10, 20)) AS s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
+    scans = dict(sql.last_scans)
+    assert (scans["main.t"].files_total, scans["main.t"].files_read) == (4, 4)
+    statuses = spark.sparkContext.statusTracker()
+    sites = [
+        statuses.getStageInfo(stage).name
+        for job in range(jobs, spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs())
+        if (info := statuses.getJobInfo(job)) is not None
+        for stage in info.stageIds
+        if statuses.getStageInfo(stage) is not None
+    ]
+    lines, first = inspect.getsourcelines(merge._key_ranges)
+    key_job = next(first + i for i, line in enumerate(lines) if ".collect()" in line)
+    assert sites and not any(s.endswith(f"merge.py:{key_job}") for s in sites), sites
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    got = con.execute("SELECT id FROM lake.t WHERE v = 'x' ORDER BY id").fetchall()
+    assert [r[0] for r in got] == list(range(10, 20))
     con.close()
 
 

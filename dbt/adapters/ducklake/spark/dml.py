@@ -76,12 +76,14 @@ def target_rows(
     name: str,
     predicates: Sequence[Predicate] | Callable[[Sequence[Column]], Sequence[Predicate]] = (),
     metrics: ScanMetrics | None = None,
+    prune_from_rows: int = 1,
 ) -> DataFrame:
     """The rows as of the transaction's base snapshot, with lineage and file positions,
     in the columns the transaction gives the table: a column the transaction added
     reads as NULL (DuckLake's rule for files written before it), so DML may follow
     ADD/DROP COLUMN in one snapshot. `predicates` only prune files; `metrics` gets the
-    files read, which `stage_deletes` needs."""
+    files read, which `stage_deletes` needs; a function giving `predicates` is asked only
+    when the data files hold `prune_from_rows` rows (see `scan_table`)."""
     table = tx.table(schema, name)
     base_names = {cid: c.name for cid, c in table.base_columns.items()}
     df = scan_table(
@@ -94,6 +96,7 @@ def target_rows(
         positions=True,
         predicates=predicates,
         metrics=metrics,
+        prune_from_rows=prune_from_rows,
     )
     for col in table.column_list():
         if col.column_id in base_names and base_names[col.column_id] != col.name:

@@ -89,6 +89,7 @@ def scan_table(
     predicates: Sequence[Predicate] | Callable[[Sequence[Column]], Sequence[Predicate]] = (),
     metrics: ScanMetrics | None = None,
     catalog: CatalogReader | None = None,
+    prune_from_rows: int = 1,
 ) -> DataFrame:
     """The table as of `at` (snapshot id, time, or latest), with current names and types.
 
@@ -96,7 +97,7 @@ def scan_table(
     `positions` adds `__ducklake_fid` and `__ducklake_pos`, the data file id and row
     position of each row (NULL for inlined rows), which merge-on-read DML needs.
     `predicates` (or a function of the table's columns giving them, called only when
-    the table has data files) only prune files;
+    the table's data files hold at least `prune_from_rows` rows) only prune files;
     callers still filter rows. `catalog`, when the caller has one open, is read instead
     of opening another at `at`.
     """
@@ -105,8 +106,10 @@ def scan_table(
         state = cat.table_state(schema, name)
         require_decryption(spark, f"{schema}.{name}", state.data_files)
         say_what_changes(state.columns, f"{schema}.{name}")
-        if callable(predicates):  # it may cost a job: asked only when files could be pruned
-            predicates = predicates(state.columns) if state.data_files else ()
+        if callable(predicates):  # it may cost a job: asked only when pruning can pay
+            rows = sum(f.record_count for f in state.data_files)
+            asked = bool(state.data_files) and rows >= prune_from_rows
+            predicates = predicates(state.columns) if asked else ()
         file_stats = cat.file_column_stats(state.table.table_id)
         inlined_deletes = cat.inlined_deletes(state.table.table_id)
         inlined = cat.inlined_rows(state.table.table_id)
