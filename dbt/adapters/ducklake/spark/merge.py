@@ -148,7 +148,12 @@ def _merge(
     names = [c.name for c in columns]
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
     target = _target(spark, lake, tx, qualified, src, plan)
-    joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
+    if any(c.kind == "not_matched_by_source" for c in clauses):
+        joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
+    else:
+        # target rows no source row matches take no clause: a left join from the source
+        # drops them, and lets Spark broadcast a small target instead of shuffling both
+        joined = src.alias(s_alias).join(target.alias(t_alias), F.expr(plan.on), "left")
     decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
     decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
     try:
@@ -245,10 +250,10 @@ def _target(
     # values updates keep (a dbt merge that sets every column reads just the keys)
     kept = _target_columns_used(plan.on, plan.clauses, columns, s_alias)
     target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
-    if by_source_only:
+    if by_source_only and plan.scan.rows_read >= PRUNE_FROM_ROWS:
         # only target rows some source row matches can change: a semi join finds them in
-        # one pass (the small source is the build side), so the outer join below and
-        # the persisted result hold changed rows, not the table
+        # one pass (the small source is the build side), so only those rows look up
+        # their lineage; a small target skips it (one broadcast job less)
         target = _matching(spark, target, src, plan.on, t_alias, s_alias)
     return target.withColumn("__ducklake_t", F.lit(True))
 
