@@ -50,7 +50,8 @@ from tests.conftest import Catalog, _make_catalog
 from tests.dbt_process import write_profile
 from tests.sizes import full_size, size
 
-pytestmark = pytest.mark.slow  # kills its own dbt processes; the checks are of state, not timing
+# kills its own dbt processes; the checks are of state, not timing
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("without_json_artifacts")]
 
 KILL_POINTS = size("DUCKLAKE_KILL_POINTS", ci=2, full=12)  # per backend
 # CI's budget holds one backend (tests/lake/test_stage_sweep.py sweeps PostgreSQL copies

@@ -25,6 +25,8 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 BASE = """{{ config(materialized='table') }}
 select cast(id as int) as id, concat('n', id) as name from range(3)
 """

@@ -52,7 +52,11 @@ from tests.conftest import PG_DSN, Catalog
 from tests.dbt_process import start_dbt, write_profile
 from tests.sizes import full_size, size
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("without_json_artifacts"),
+]
 
 SCHEMA = "faults"
 PG_CLUSTER = ("15", "main")  # the server PG_DSN reaches (./dev postgres)

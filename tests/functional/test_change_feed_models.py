@@ -21,6 +21,8 @@ from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 from tests.functional.conftest import catalog_target
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 ORDERS = """
 {{ config(materialized='incremental', incremental_strategy='merge', unique_key='id') }}
 select cast(id as int) as id, status, cast(amount as int) as amount

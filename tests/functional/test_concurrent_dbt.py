@@ -22,7 +22,11 @@ from tests import duck
 from tests.conftest import Catalog
 from tests.dbt_process import start_dbt, write_profile
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("without_json_artifacts"),
+]
 
 PROJECTS = {"one": 1, "two": 2}  # project name (also its schema) -> tag in its rows
 BASE_ROWS = 60

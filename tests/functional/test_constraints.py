@@ -23,6 +23,8 @@ from dbt.tests.adapter.constraints.test_constraints import (
 )
 from dbt.tests.util import run_dbt
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 
 class SparkTypes:
     @pytest.fixture

@@ -34,6 +34,8 @@ from tests import duck
 from tests.conftest import Catalog
 from tests.dbt_process import write_profile
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 SCHEMA = "wap"
 RELATIONS = {  # relation -> columns compared (snapshots: not their timestamps)
     "orders": "*",

@@ -39,6 +39,8 @@ from dbt.tests.adapter.simple_snapshot.test_various_configs import (
 )
 from dbt.tests.util import check_relations_equal, run_dbt
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 
 @pytest.mark.slow  # about 30 s of snapshot runs: left out of --fast
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):

@@ -69,6 +69,8 @@ from dbt.tests.adapter.utils.test_string_literal import BaseStringLiteral
 from dbt.tests.adapter.utils.test_timestamps import BaseCurrentTimestamps
 from dbt.tests.adapter.utils.test_validate_sql import BaseValidateSqlMethod
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 
 def _pinned(column: str, type_name: str) -> str:
     """The expected seed's column type, as a seed properties file."""
