@@ -14,6 +14,8 @@ from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.functional.conftest import lake_target
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 MODEL = """
 {{ config(
     materialized='incremental',

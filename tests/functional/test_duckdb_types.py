@@ -17,6 +17,8 @@ from tests import duck
 from tests.functional.conftest import catalog_target
 from tests.spark.test_type_matrix import CASES, Case, write_case
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 COPY = "{{ config(materialized='table') }} select * from {{ target.schema }}.src"
 SUMMARY = "select id, n from {{ target.schema }}.src where id >= 0"
 

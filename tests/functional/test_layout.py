@@ -12,6 +12,8 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 from dbt.adapters.ducklake.lake import Lake
 from tests import duck
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 EVENTS = """
 {{{{ config(materialized='incremental', incremental_strategy='append', {layout}) }}}}
 select cast(id as int) as id, cast(id % 3 as int) as region,

@@ -31,6 +31,8 @@ from dbt.tests.adapter.hooks.test_model_hooks import (
 )
 from dbt.tests.adapter.hooks.test_run_hooks import BaseAfterRunHooks, BasePrePostRunHooks
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 FIELDS = [
     "test_state",
     "target_dbname",

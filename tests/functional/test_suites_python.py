@@ -4,6 +4,7 @@ leaving a Python model's refs unfiltered."""
 
 from __future__ import annotations
 
+import pytest
 from dbt.tests.adapter.python_model.test_python_model import (
     BasePythonEmptyTests,
     BasePythonIncrementalTests,
@@ -11,6 +12,8 @@ from dbt.tests.adapter.python_model.test_python_model import (
     BasePythonModelTests,
     BasePythonSampleTests,
 )
+
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
 
 
 class TestPythonModel(BasePythonModelTests):

@@ -24,6 +24,8 @@ from dbt.tests.adapter.simple_seed.test_seed import (
 from dbt.tests.adapter.simple_seed.test_seed_type_override import BaseSimpleSeedColumnOverride
 from dbt.tests.util import copy_file, run_dbt
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 
 class TestSeedCustomSchema(BaseSeedCustomSchema):
     pass

@@ -14,6 +14,8 @@ from dbt.tests.adapter.unit_testing.test_types import (
     BaseUnitTestingVarcharFixtureNoTruncation,
 )
 
+pytestmark = pytest.mark.usefixtures("without_json_artifacts")  # reads no dbt JSON artifact
+
 
 class TestUnitTestingTypes(BaseUnitTestingTypes):
     @pytest.fixture
