@@ -137,9 +137,11 @@ def test_s3_fields_configure_spark_and_the_driver_and_the_secret_is_masked(monke
     assert "s3_secret_access_key" not in shown and "s3_access_key_id" not in shown
     assert shown["s3_endpoint"] == "http://127.0.0.1:9000" and secret not in str(shown)
     assert creds.secrets().mask(f"S3 said: bad key {secret}") == "S3 said: bad key ***"
-    # S3A's jars come from the jar cache (`./dev jars`); the secret is set at runtime
+    # S3A's jars come from the jar cache (`./dev jars`) or, without one, from Maven
+    # (`spark.jars.packages`); the secret is set at runtime
     conf = creds.session_config().conf
-    assert "hadoop-aws" in conf["spark.jars"] and secret not in str(conf)
+    jars = conf.get("spark.jars", "") + conf.get("spark.jars.packages", "")
+    assert "hadoop-aws" in jars and secret not in str(conf)
 
 
 def test_s3_credentials_come_from_the_aws_environment(monkeypatch) -> None:
