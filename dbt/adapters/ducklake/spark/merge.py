@@ -80,6 +80,11 @@ class _Plan:
     keys: tuple[KeyPair, ...]
     scan: ScanMetrics  # what the target scan read
 
+    @property
+    def by_source_only(self) -> bool:
+        """No WHEN NOT MATCHED BY SOURCE: only target rows a source row matches change."""
+        return not any(c.kind == "not_matched_by_source" for c in self.clauses)
+
 
 def merge_into(
     spark: SparkSession,
@@ -148,12 +153,12 @@ def _merge(
     names = [c.name for c in columns]
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
     target = _target(spark, lake, tx, qualified, src, plan)
-    if any(c.kind == "not_matched_by_source" for c in clauses):
-        joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
-    else:
+    if plan.by_source_only:
         # target rows no source row matches take no clause: a left join from the source
         # drops them, and lets Spark broadcast a small target instead of shuffling both
         joined = src.alias(s_alias).join(target.alias(t_alias), F.expr(plan.on), "left")
+    else:
+        joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
     decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
     decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
     try:
@@ -232,10 +237,11 @@ def _target(
     schema, name = qualified
     t_alias, s_alias = plan.aliases.target, plan.aliases.source
     columns = tx.table(schema, name).column_list()
-    by_source_only = not any(c.kind == "not_matched_by_source" for c in plan.clauses)
     # the key ranges cost a job over the source: asked only when the target's files hold
     # enough rows for pruning them to pay
-    predicates = (lambda _columns: _key_ranges(src, plan.keys, columns)) if by_source_only else ()
+    predicates = (
+        (lambda _columns: _key_ranges(src, plan.keys, columns)) if plan.by_source_only else ()
+    )
     target = target_rows(
         spark,
         lake,
@@ -250,7 +256,7 @@ def _target(
     # values updates keep (a dbt merge that sets every column reads just the keys)
     kept = _target_columns_used(plan.on, plan.clauses, columns, s_alias)
     target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
-    if by_source_only and plan.scan.rows_read >= PRUNE_FROM_ROWS:
+    if plan.by_source_only and plan.scan.rows_read >= PRUNE_FROM_ROWS:
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so only those rows look up
         # their lineage; a small target skips it (one broadcast job less)

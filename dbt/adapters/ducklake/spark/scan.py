@@ -108,8 +108,7 @@ def scan_table(
         say_what_changes(state.columns, f"{schema}.{name}")
         if callable(predicates):  # it may cost a job: asked only when pruning can pay
             rows = sum(f.record_count for f in state.data_files)
-            asked = bool(state.data_files) and rows >= prune_from_rows
-            predicates = predicates(state.columns) if asked else ()
+            predicates = predicates(state.columns) if rows >= prune_from_rows else ()
         file_stats = cat.file_column_stats(state.table.table_id)
         inlined_deletes = cat.inlined_deletes(state.table.table_id)
         inlined = cat.inlined_rows(state.table.table_id)
