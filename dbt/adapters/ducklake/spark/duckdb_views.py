@@ -25,6 +25,7 @@ from ..lake import iso_datetime
 from .duckdb_edges import EDGE_RULES
 from .duckdb_functions import ANONYMOUS_RULES, FUNCTION_RULES, spark_forms, unsupported
 from .duckdb_functions import error_call as _error
+from .duckdb_kinds import duckdb_kind, mark
 from .view_functions import unchecked_function
 from .view_types import OPERANDS, Columns, Number, aggregate, annotate_operands, arithmetic
 
@@ -139,6 +140,15 @@ _AS_TEXT = """CASE
   WHEN typeof({x}) LIKE 'STRUCT%' OR typeof({x}) LIKE 'MAP%' OR typeof({x}) = 'BLOB'
     THEN error('{nested}')
   ELSE CAST({x} AS VARCHAR) END"""
+# its branches, taken alone where x's DuckDB type is evident
+_UTC_TEXT = "CAST(timezone('UTC', CAST(CAST({x} AS VARCHAR) AS TIMESTAMPTZ)) AS VARCHAR)"
+_DOUBLE_TEXT = """CASE
+  WHEN abs(TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE)) >= 1e7
+    OR (abs(TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE)) < 1e-3
+      AND TRY_CAST(CAST({x} AS VARCHAR) AS DOUBLE) <> 0)
+    THEN error('{double}')
+  ELSE CAST({x} AS VARCHAR) END"""
+_PLAIN_TEXT = "CAST({x} AS VARCHAR)"
 
 
 _AS_TIMESTAMP = """CASE
@@ -148,9 +158,22 @@ _AS_TIMESTAMP = """CASE
   ELSE CAST(CAST({x} AS VARCHAR) AS TIMESTAMPTZ) END"""
 
 
+# the branches of `_AS_TIMESTAMP`, taken alone where x's DuckDB type is evident
+_EPOCH_SECONDS = "to_timestamp(CAST(CAST({x} AS VARCHAR) AS DOUBLE))"
+_TIMESTAMP_TEXT = "CAST(CAST({x} AS VARCHAR) AS TIMESTAMPTZ)"
+
+
 def _as_timestamp(operand: exp.Expression) -> exp.Expression:
-    text = _AS_TIMESTAMP.format(x=operand.sql(dialect="duckdb"))
-    return cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
+    kind = duckdb_kind(operand)
+    template = (
+        _AS_TIMESTAMP
+        if kind is None
+        else _EPOCH_SECONDS
+        if kind in ("exact", "float")
+        else _TIMESTAMP_TEXT
+    )
+    text = template.format(x=operand.sql(dialect="duckdb"))
+    return mark(cast(exp.Expression, sqlglot.parse_one(text, read="duckdb")), "timestamptz")
 
 
 def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
@@ -159,9 +182,19 @@ def _as_text(operand: exp.Expression, to: exp.Expression) -> exp.Expression:
     nested = (
         "casting a struct, map or binary to STRING is Spark SQL without an equivalent in DuckDB"
     )
-    text = _AS_TEXT.format(x=x, double=double, nested=nested)
-    parsed = cast(exp.Expression, sqlglot.parse_one(text, read="duckdb"))
-    return parsed
+    text = _text_template(duckdb_kind(operand)).format(x=x, double=double, nested=nested)
+    return mark(cast(exp.Expression, sqlglot.parse_one(text, read="duckdb")), "text")
+
+
+def _text_template(kind: str | None) -> str:
+    """The branch of `_AS_TEXT` that x of this DuckDB kind takes; all of it if unknown."""
+    if kind in ("exact", "text", "plain"):
+        return _PLAIN_TEXT
+    if kind == "timestamptz":
+        return _UTC_TEXT
+    if kind == "float":
+        return _DOUBLE_TEXT
+    return _AS_TEXT
 
 
 def _division(node: exp.Expression) -> exp.Expression:
