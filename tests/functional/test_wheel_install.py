@@ -97,7 +97,8 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
 
     venv = tmp_path / "venv"
     subprocess.run([_other_python(), "-m", "venv", str(venv)], check=True)
-    subprocess.run([venv / "bin" / "pip", "install", "-q", str(wheel)], check=True)
+    # --no-compile: each dbt process compiles what it imports (measured, 34 s -> 19 s)
+    subprocess.run([venv / "bin" / "pip", "install", "-q", "--no-compile", str(wheel)], check=True)
 
     data_path = f"s3://{s3_server.new_bucket()}/wheel/"
     project = _project(tmp_path, s3_server, data_path)
