@@ -255,6 +255,25 @@ def _bytes_per_row(tx: Transaction, table: StagedTable) -> float | None:
     return float(stats.file_size_bytes / stats.record_count)
 
 
+def inlinable(table: StagedTable, rows: list[tuple[Any, ...]]) -> bool:
+    """Whether rows the driver holds (`collect_rows` values of the table's columns, maybe
+    a row id after them) can be inlined, checked as `stage_rows` checks a small result:
+    a NULL in a NOT NULL column raises; a value DuckDB cannot read inlined gives False
+    (the caller writes a file instead)."""
+    columns = table.column_list()
+    for i, column in enumerate(columns):
+        if not column.nullable and any(r[i] is None for r in rows):
+            raise NotNullViolation(_not_null_message(table, column.name))
+    return not any(_nested_infinity(v) for r in rows for v in r)
+
+
+def inline_rows(
+    tx: Transaction, table: StagedTable, rows: list[tuple[Any, ...]], *, keep_row_ids: bool
+) -> None:
+    """Stage `inlinable` rows as inlined rows (a row id last with `keep_row_ids`)."""
+    _inline(tx, table, rows, keep_row_ids)
+
+
 def _inline(
     tx: Transaction, table: StagedTable, rows: list[tuple[Any, ...]], keep_row_ids: bool
 ) -> None:
@@ -376,13 +395,17 @@ def guard_not_null(df: DataFrame, table: StagedTable) -> DataFrame:
         col = F.col(f"`{f.name}`")
         name = required.get(f.name.lower())
         if name is not None:
-            message = (
-                f"NOT NULL constraint failed: {table.qualified_name}.{name} would get NULL "
-                "values; nothing was committed"
-            )
+            message = _not_null_message(table, name)
             col = F.when(col.isNull(), F.raise_error(F.lit(message))).otherwise(col)
         columns.append(col.alias(f.name))
     return df.select(*columns)
+
+
+def _not_null_message(table: StagedTable, column: str) -> str:
+    return (
+        f"NOT NULL constraint failed: {table.qualified_name}.{column} would get NULL "
+        "values; nothing was committed"
+    )
 
 
 @contextmanager

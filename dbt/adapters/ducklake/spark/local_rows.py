@@ -48,6 +48,17 @@ def local_frame(
     return spark.createDataFrame(table, struct)
 
 
+def arrow_frame(
+    spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.StructType
+) -> DataFrame | None:
+    """`rows` as a `LocalRelation` (classic PySpark, a flat schema of plain types, values
+    that convert exactly); None otherwise."""
+    if not hasattr(spark, "_jsparkSession"):
+        return None
+    table = _arrow_table(rows, schema)
+    return None if table is None else spark.createDataFrame(table, schema)
+
+
 def _arrow_table(rows: Sequence[Sequence[Any]], schema: T.StructType) -> pa.Table | None:
     """The rows as Arrow columns of Spark's internal values; None when a type has no
     flat Arrow form here or a value does not convert (the list path then decides)."""

@@ -10,7 +10,7 @@ committed (as in Delta Lake and DuckDB).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -25,6 +25,7 @@ from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
 from .dml import few_victims, stage_deletes, target_rows
 from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows
 from .errors import MergeError
+from .few_changes import ROW_ID, Outcome, stage_few
 from .prune import Predicate
 from .scan import ScanMetrics
 from .scan_files import FILE_ID_COL, POS_COL
@@ -112,11 +113,7 @@ def merge_into(
     known_keys = equal_keys(_parsed(on), aliases) if keys is None else keys
 
     def stage(tx: Transaction) -> None:
-        # the source is read up to three times (key range, semi join, outer join): a query
-        # that reads files or shuffles (a dbt model's, usually) is computed once and kept
-        src = source.withColumn("__ducklake_s", F.lit(True))
-        if _costly(src):
-            src = src.persist()
+        src = _Source(source.withColumn("__ducklake_s", F.lit(True)))
         try:
             attempt = ScanMetrics()  # a retried transaction scans afresh
             plan = _Plan(on, clauses, aliases, tuple(known_keys), attempt)
@@ -124,9 +121,28 @@ def merge_into(
             if metrics is not None:
                 vars(metrics).update(vars(attempt))
         finally:
-            src.unpersist()
+            src.df.unpersist()
 
     return in_transaction(lake, commit, tx, stage)
+
+
+class _Source:
+    """The MERGE source. A big target reads it up to three times (key range, semi
+    join, outer join): then a query that reads files or shuffles (a dbt model's,
+    usually) is computed once and kept. A small target reads it once, in the join, and
+    keeping it would only cost its planning (~0.3 s of a dbt snapshot's MERGE)."""
+
+    def __init__(self, df: DataFrame):
+        self.df = df
+        self._asked = False
+
+    def reused(self) -> DataFrame:
+        """The source, for a read that is not its last."""
+        if not self._asked:
+            self._asked = True
+            if _costly(self.df):
+                self.df = self.df.persist()
+        return self.df
 
 
 def _costly(df: DataFrame) -> bool:
@@ -144,7 +160,7 @@ def _merge(
     lake: Lake,
     tx: Transaction,
     qualified: tuple[str, str],
-    src: DataFrame,
+    source: _Source,
     plan: _Plan,
 ) -> None:
     schema, name = qualified
@@ -152,7 +168,8 @@ def _merge(
     columns = table.column_list()
     names = [c.name for c in columns]
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
-    target = _target(spark, lake, tx, qualified, src, plan)
+    target = _target(spark, lake, tx, qualified, source, plan)
+    src = source.df
     if plan.by_source_only:
         # target rows no source row matches take no clause: a left join from the source
         # drops them, and lets Spark broadcast a small target instead of shuffling both
@@ -160,14 +177,19 @@ def _merge(
     else:
         joined = target.alias(t_alias).join(src.alias(s_alias), F.expr(plan.on), "full_outer")
     decided = joined.withColumn("__ducklake_clause", _first_clause(clauses))
-    decided = decided.where(F.col("__ducklake_clause").isNotNull()).persist()
+    decided = decided.where(F.col("__ducklake_clause").isNotNull())
+    # a small target: the changes are likely few, and then they reach the driver in
+    # one query and are staged from there
+    if plan.scan.rows_read < PRUNE_FROM_ROWS and _staged_few(spark, lake, tx, table, decided, plan):
+        return
+    decided = decided.persist()
     try:
         # rows per clause (the job that fills the cache): which steps have work, whether
         # victims are few enough to stage on the driver, and whether new rows are
         # inlined (a LIMIT over the cache) or written at once (no write-then-read-back)
         per_clause = _rows_per_clause(decided)
-        _stage_victims(spark, lake, tx, table, decided, clauses, per_clause, plan.scan, t_alias)
         limit = inlining_limit(lake, table)
+        _stage_victims(spark, lake, tx, table, decided, clauses, per_clause, plan.scan, t_alias)
         for action in ("update", "insert"):
             chosen = [i for i, c in enumerate(clauses) if c.action == action]
             count = sum(per_clause.get(i, 0) for i in chosen)
@@ -176,7 +198,7 @@ def _merge(
             moved = action == "update"  # updated rows keep their row ids
             values = _values(clauses, chosen, columns, names, t_alias, s_alias, keep_target=moved)
             if moved:
-                values.append(F.col(f"{t_alias}.rowid").alias("_ducklake_internal_row_id"))
+                values.append(F.col(f"{t_alias}.rowid").alias(ROW_ID))
             rows = decided.where(F.col("__ducklake_clause").isin(chosen)).select(*values)
             big = count > limit
             stage_rows(lake, tx, table, rows, keep_row_ids=moved, write_first=big, packed=True)
@@ -208,15 +230,50 @@ def _stage_victims(
         F.col(f"{target_alias}.rowid").alias("rowid"),
     )
 
-    def repeated(rowid: int) -> MergeError:
+    few = few_victims(count)
+    stage_deletes(spark, lake, tx, table, victims, scan.files, on_repeat=_repeated(table), few=few)
+
+
+def _repeated(table: StagedTable) -> Callable[[int], MergeError]:
+    """The error of a target row that more than one source row matches."""
+
+    def error(rowid: int) -> MergeError:
         return MergeError(
             f"MERGE into {table.qualified_name}: target row {rowid} matches more than "
             "one source row; make the ON condition unique per target row. Nothing was "
             "committed."
         )
 
-    few = few_victims(count)
-    stage_deletes(spark, lake, tx, table, victims, scan.files, on_repeat=repeated, few=few)
+    return error
+
+
+def _staged_few(
+    spark: SparkSession,
+    lake: Lake,
+    tx: Transaction,
+    table: StagedTable,
+    decided: DataFrame,
+    plan: _Plan,
+) -> bool:
+    """`few_changes.stage_few` for this MERGE: each action's values as columns."""
+    clauses, t, s = plan.clauses, plan.aliases.target, plan.aliases.source
+    columns = table.column_list()
+    names = [c.name for c in columns]
+    chosen = {a: [i for i, c in enumerate(clauses) if c.action == a] for a in ("update", "insert")}
+    values = {}
+    for action, indexes in chosen.items():
+        if indexes:
+            moved = action == "update"  # updated rows keep their row ids
+            values[action] = _values(clauses, indexes, columns, names, t, s, keep_target=moved)
+            if moved:
+                values[action].append(F.col(f"{t}.rowid").alias(ROW_ID))
+    outcome = Outcome(
+        removed=[i for i, c in enumerate(clauses) if c.kind != "not_matched"],
+        chosen={a: chosen[a] for a in values},
+        lineage=[F.col(f"{t}.{name}").alias(name) for name in (FILE_ID_COL, POS_COL, "rowid")],
+        values=values,
+    )
+    return stage_few(spark, lake, tx, table, decided, outcome, plan.scan.files, _repeated(table))
 
 
 def _rows_per_clause(decided: DataFrame) -> dict[int, int]:
@@ -230,7 +287,7 @@ def _target(
     lake: Lake,
     tx: Transaction,
     qualified: tuple[str, str],
-    src: DataFrame,
+    source: _Source,
     plan: _Plan,
 ) -> DataFrame:
     """The target rows the MERGE can change, with their lineage (`rowid`, file, pos)."""
@@ -240,7 +297,9 @@ def _target(
     # the key ranges cost a job over the source: asked only when the target's files hold
     # enough rows for pruning them to pay
     predicates = (
-        (lambda _columns: _key_ranges(src, plan.keys, columns)) if plan.by_source_only else ()
+        (lambda _columns: _key_ranges(source.reused(), plan.keys, columns))
+        if plan.by_source_only
+        else ()
     )
     target = target_rows(
         spark,
@@ -260,7 +319,7 @@ def _target(
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so only those rows look up
         # their lineage; a small target skips it (one broadcast job less)
-        target = _matching(spark, target, src, plan.on, t_alias, s_alias)
+        target = _matching(spark, target, source.reused(), plan.on, t_alias, s_alias)
     return target.withColumn("__ducklake_t", F.lit(True))
 
 
