@@ -5,7 +5,7 @@ tables) and two profiles on the same machine and threads: `type: ducklake` (SQLi
 metadata, local Spark) and dbt-spark `method: session` writing Parquet tables. Each
 `dbt run` is a fresh process (JVM start included, as a user sees it); each target runs
 once to warm caches, then `--repeat` times, and the medians and the ratio are printed.
-`--smoke` is a small size for CI, one cold run each.
+`--smoke` is a small size for CI (three one-row tables), one cold run each.
 
     .venv/bin/python bench/dbt_run.py              # 5,000,000-row table
     .venv/bin/python bench/dbt_run.py --smoke      # 20,000 rows, one timed run
@@ -32,7 +32,7 @@ SPARK_CONF = {
 }
 
 
-def write_project(root: str, rows: int) -> None:
+def write_project(root: str, rows: int, one_row_models: int = 10) -> None:
     models = os.path.join(root, "models")
     os.makedirs(models)
     with open(os.path.join(root, "dbt_project.yml"), "w") as f:
@@ -49,7 +49,7 @@ def write_project(root: str, rows: int) -> None:
         )
     with open(os.path.join(models, "agg.sql"), "w") as f:
         f.write("select n, count(*) as c, sum(d) as sd from {{ ref('big') }} group by n\n")
-    for i in range(10):
+    for i in range(one_row_models):
         with open(os.path.join(models, f"one_{i}.sql"), "w") as f:
             f.write(f"select {i} as id, 'row {i}' as v\n")
     conf = "".join(f'        {k}: "{v}"\n' for k, v in SPARK_CONF.items())
@@ -88,9 +88,10 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="20,000 rows, 1 cold run each (CI)")
     args = parser.parse_args()
     rows, repeat = (20_000, 1) if args.smoke else (args.rows, args.repeat)
+    one_row_models = 3 if args.smoke else 10  # smoke: each model costs ~0.5 s in each run
     root = tempfile.mkdtemp(prefix="bench-dbt-")
     try:
-        write_project(root, rows)
+        write_project(root, rows, one_row_models)
         times: dict[str, list[float]] = {"ducklake": [], "spark": []}
         per_node: dict[str, list[float]] = {"ducklake": [], "spark": []}
         if not args.smoke:
@@ -103,7 +104,11 @@ def main() -> None:
                 per_node[target].append(node)
         ours = statistics.median(times["ducklake"])
         theirs = statistics.median(times["spark"])
-        print(f"dbt run, 12 models ({rows:,}-row table, its aggregate, 10 one-row tables)")
+        models = 2 + one_row_models
+        print(
+            f"dbt run, {models} models ({rows:,}-row table, its aggregate, "
+            f"{one_row_models} one-row tables)"
+        )
         print(f"  ducklake (this adapter):          {ours:7.2f} s")
         print(f"  dbt-spark session, parquet:       {theirs:7.2f} s")
         print(f"  ratio ours/dbt-spark: {ours / theirs:.2f}")
@@ -115,7 +120,7 @@ def main() -> None:
         )
         record(
             "dbt",
-            f"dbt run of 12 models ({rows:,} rows) vs dbt-spark",
+            f"dbt run of {models} models ({rows:,} rows) vs dbt-spark",
             ours / theirs,
             "x",
             "<= 1.0",

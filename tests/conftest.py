@@ -12,6 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.small_data import SMALL_DATA_CONF
+
 pytest_plugins = ["dbt.tests.fixtures.project"]  # dbt-tests-adapter's fixtures
 
 PG_DSN = os.environ.get("DUCKLAKE_TEST_PG", "host=127.0.0.1 port=5432 dbname=test")
@@ -160,9 +162,8 @@ def spark():
     from dbt.adapters.ducklake.storage import s3_jars, with_s3_jars
 
     conf = {
-        "spark.sql.shuffle.partitions": "2",
+        **SMALL_DATA_CONF,
         "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
     }
     # experiments: extra session settings as JSON (e.g. to time a planner option)

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from tests.small_data import SMALL_DATA_CONF
+
 
 def write_profile(
     root: Path,
@@ -32,11 +34,7 @@ def write_profile(
         "threads": threads,
         **fields,
         "spark_master": "local[2]",
-        "spark_conf": {
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            **(spark_conf or {}),
-        },
+        "spark_conf": {**SMALL_DATA_CONF, **(spark_conf or {})},
     }
     profile = {name: {"target": "t", "outputs": {"t": target}}}
     (root / "profiles.yml").write_text(yaml.safe_dump(profile, sort_keys=False))

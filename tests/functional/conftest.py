@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import _make_catalog
+from tests.small_data import SMALL_DATA_CONF
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def lake_target(metadata: str, data_path: str) -> dict[str, Any]:
         "data_path": data_path,
         "threads": 1,
         "spark_master": "local[2]",
-        "spark_conf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        "spark_conf": dict(SMALL_DATA_CONF),
         "author": "dbt-tests",
     }
 
