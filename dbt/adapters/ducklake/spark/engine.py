@@ -187,7 +187,7 @@ def _stage_rows(
     if limit > 0 and not write_first:
         head = _small_result(df, limit)
         if head is not None:
-            _inline(tx, table, head, keep_row_ids)
+            inline_rows(tx, table, head, keep_row_ids=keep_row_ids)
             return
     sort_on_insert = lake.option(
         "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
@@ -209,7 +209,7 @@ def _stage_rows(
         if rows is not None:
             for f in files:  # never registered: nobody else knows them
                 lake.files.delete(options.root + f.path)
-            _inline(tx, table, rows, keep_row_ids)
+            inline_rows(tx, table, rows, keep_row_ids=keep_row_ids)
             return
     tx.add_data_files(table, files)
 
@@ -271,12 +271,6 @@ def inline_rows(
     tx: Transaction, table: StagedTable, rows: list[tuple[Any, ...]], *, keep_row_ids: bool
 ) -> None:
     """Stage `inlinable` rows as inlined rows (a row id last with `keep_row_ids`)."""
-    _inline(tx, table, rows, keep_row_ids)
-
-
-def _inline(
-    tx: Transaction, table: StagedTable, rows: list[tuple[Any, ...]], keep_row_ids: bool
-) -> None:
     if rows and keep_row_ids:
         tx.insert_inlined(table, [r[:-1] for r in rows], row_ids=[r[-1] for r in rows])
     elif rows:

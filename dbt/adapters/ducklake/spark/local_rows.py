@@ -42,10 +42,8 @@ def local_frame(
     if not hasattr(spark, "_jsparkSession"):  # Spark Connect: a list is sent as one
         return spark.createDataFrame(list(rows), schema)
     struct = _parsed(schema) if isinstance(schema, str) else schema
-    table = _arrow_table(rows, struct)
-    if table is None:
-        return spark.createDataFrame(list(rows), struct)
-    return spark.createDataFrame(table, struct)
+    frame = arrow_frame(spark, rows, struct)
+    return spark.createDataFrame(list(rows), struct) if frame is None else frame
 
 
 def arrow_frame(

@@ -166,7 +166,6 @@ def _merge(
     schema, name = qualified
     table = tx.table(schema, name)
     columns = table.column_list()
-    names = [c.name for c in columns]
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
     target = _target(spark, lake, tx, qualified, source, plan)
     src = source.df
@@ -195,12 +194,9 @@ def _merge(
             count = sum(per_clause.get(i, 0) for i in chosen)
             if not count:
                 continue
-            moved = action == "update"  # updated rows keep their row ids
-            values = _values(clauses, chosen, columns, names, t_alias, s_alias, keep_target=moved)
-            if moved:
-                values.append(F.col(f"{t_alias}.rowid").alias(ROW_ID))
+            values = _new_values(plan, columns, action, chosen)
             rows = decided.where(F.col("__ducklake_clause").isin(chosen)).select(*values)
-            big = count > limit
+            moved, big = action == "update", count > limit
             stage_rows(lake, tx, table, rows, keep_row_ids=moved, write_first=big, packed=True)
     finally:
         decided.unpersist()
@@ -256,17 +252,10 @@ def _staged_few(
     plan: _Plan,
 ) -> bool:
     """`few_changes.stage_few` for this MERGE: each action's values as columns."""
-    clauses, t, s = plan.clauses, plan.aliases.target, plan.aliases.source
+    clauses, t = plan.clauses, plan.aliases.target
     columns = table.column_list()
-    names = [c.name for c in columns]
     chosen = {a: [i for i, c in enumerate(clauses) if c.action == a] for a in ("update", "insert")}
-    values = {}
-    for action, indexes in chosen.items():
-        if indexes:
-            moved = action == "update"  # updated rows keep their row ids
-            values[action] = _values(clauses, indexes, columns, names, t, s, keep_target=moved)
-            if moved:
-                values[action].append(F.col(f"{t}.rowid").alias(ROW_ID))
+    values = {a: _new_values(plan, columns, a, indexes) for a, indexes in chosen.items() if indexes}
     outcome = Outcome(
         removed=[i for i, c in enumerate(clauses) if c.kind != "not_matched"],
         chosen={a: chosen[a] for a in values},
@@ -274,6 +263,20 @@ def _staged_few(
         values=values,
     )
     return stage_few(spark, lake, tx, table, decided, outcome, plan.scan.files, _repeated(table))
+
+
+def _new_values(
+    plan: _Plan, columns: list[Column], action: str, chosen: list[int]
+) -> list[SparkColumn]:
+    """The table's columns of the rows `action`'s clauses write (`chosen`: their
+    indexes); updated rows keep their row ids, as a last column."""
+    t, s = plan.aliases.target, plan.aliases.source
+    moved = action == "update"
+    names = [c.name for c in columns]
+    values = _values(plan.clauses, chosen, columns, names, t, s, keep_target=moved)
+    if moved:
+        values.append(F.col(f"{t}.rowid").alias(ROW_ID))
+    return values
 
 
 def _rows_per_clause(decided: DataFrame) -> dict[int, int]:
