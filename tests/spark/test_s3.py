@@ -16,7 +16,7 @@ import pyarrow as pa
 from dbt.adapters.ducklake.lake import Column, FileIO, Lake
 from dbt.adapters.ducklake.spark import maintenance as mt
 from dbt.adapters.ducklake.spark.arrow import DeleteTarget, file_facts, write_delete_file
-from dbt.adapters.ducklake.spark.scan import IN_SCAN_JVM, ScanMetrics, scan_table
+from dbt.adapters.ducklake.spark.scan import IN_SCAN_READER, ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from dbt.adapters.ducklake.storage import apply_s3
 from tests import duck
@@ -90,7 +90,7 @@ def test_lake_on_s3_reads_the_same_in_duckdb(
     _same_in_duckdb(sql, con, TABLES)
     metrics = ScanMetrics()  # the scans' tasks read the delete files from S3 themselves
     scan_table(spark, lake, "main", "t", metrics=metrics)
-    assert metrics.deletes_applied == [IN_SCAN_JVM]
+    assert metrics.deletes_applied == [IN_SCAN_READER]
     before = {n: canon_rows(_spark_rows(sql.query(f"SELECT * FROM {n}"))) for n in TABLES}
 
     # compaction: rewrite the deleted-from files, merge the rest

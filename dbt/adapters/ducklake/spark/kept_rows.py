@@ -1,12 +1,16 @@
-"""Deletes applied inside the scan: the adapter's JVM filter `KeptRowsUdf` (jvm/).
+"""Deletes applied inside the scan by the adapter's JVM classes (jvm/).
 
-Each task loads the deletes of the data files it reads (delete files, deletion vectors,
-inlined deletes) when it meets a file's first row, and tests one bit per row. Unlike the
+Files that need only their deletes dropped are read through `DELETES_SOURCE`, Spark's
+Parquet source with a reader that tests each row's position against its file's deleted
+bits and skips the deleted rows of each columnar batch without copying the rest. Scans
+that match rows to their files anyway filter by `KeptRowsUdf` on (file size, position).
+Either way each task loads the deletes of the data files it reads (delete files,
+deletion vectors, inlined deletes) when it meets a file's first row; unlike the
 anti-join of `scan_deletes`, no job reads the deletes first and no position of a file
-without deletes is materialised. Files are told apart by `_metadata.file_size`, so the
-filter is only offered when the catalog's sizes of the scanned files are all different;
-and only where the session has the adapter's classes (not through Spark Connect). Else
-the caller falls back to the anti-join.
+without deletes is materialised. Files are told apart by their size, so both are only
+offered when the catalog's sizes of the scanned files are all different, and only where
+the session has the adapter's classes (not through Spark Connect). Else the caller falls
+back to the anti-join.
 """
 
 from __future__ import annotations
@@ -24,19 +28,21 @@ from .encrypted import has_engine_classes
 
 IN_SCAN = True  # tests turn it off to run the anti-join fallback
 
+DELETES_SOURCE = "ducklake.jvm.DeletesParquetFormat"
+
 KeptFilter = Callable[[SparkColumn, SparkColumn], SparkColumn]
 
 _registered: dict[int, set[str]] = {}
 
 
-def kept_filter(
+def deletes_spec(
     spark: SparkSession,
     files: Sequence[DataFile],
     inlined_deletes: Sequence[Any],
     snap: int,
-) -> KeptFilter | None:
-    """A filter of (file size, row position) that keeps the rows of `files` not deleted
-    as of `snap`, or None when it cannot run here or there is nothing to delete."""
+) -> str | None:
+    """The deletes of `files` as of `snap` in the JVM classes' spec (`DeleteBits`), or
+    None when they cannot run here or there is nothing to delete."""
     if not IN_SCAN or not files:
         return None
     sizes = [f.file_size_bytes for f in files]
@@ -58,9 +64,26 @@ def kept_filter(
             fields[1:4] = [d.path, d.format or "parquet", str(d.begin_snapshot)]
             fields[4] = d.encryption_key or ""
         lines.append("\t".join(fields))
-    if not deleting:
+    return "\n".join(lines) if deleting else None
+
+
+def deletes_options(spec: str, snap: int) -> dict[str, str]:
+    """The options of a `DELETES_SOURCE` read that drops the deletes of `spec`."""
+    return {"ducklake.deletes": spec, "ducklake.deletes.snapshot": str(snap)}
+
+
+def kept_filter(
+    spark: SparkSession,
+    files: Sequence[DataFile],
+    inlined_deletes: Sequence[Any],
+    snap: int,
+) -> KeptFilter | None:
+    """A filter of (file size, row position) that keeps the rows of `files` not deleted
+    as of `snap`, or None when it cannot run here or there is nothing to delete."""
+    spec = deletes_spec(spark, files, inlined_deletes, snap)
+    if spec is None:
         return None
-    name = _register(spark, "\n".join(lines), snap)
+    name = _register(spark, spec, snap)
     return lambda size, position: F.call_udf(name, size, position)
 
 

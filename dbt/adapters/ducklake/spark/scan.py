@@ -34,7 +34,7 @@ from ..lake import (
 from .collect import collect_rows
 from .defaults import Default, apply_defaults, column_defaults
 from .encrypted import file_keys, require_decryption
-from .kept_rows import kept_filter
+from .kept_rows import DELETES_SOURCE, deletes_options, deletes_spec, kept_filter
 from .local_rows import local_frame
 from .prune import Predicate, may_match
 from .read_values import inlined_frame, logical_column, say_what_changes
@@ -48,6 +48,7 @@ from .scan_files import (
     FileMatch,
     file_match,
     hive_value,
+    positioned,
     read_parquet,
     with_position,
 )
@@ -267,7 +268,7 @@ def read_files(
     Files that need nothing per row (no deletes, no rows of later snapshots, no missing
     defaults, field ids present) are read as a plain Parquet scan when the caller asks
     for no per-file columns, and so are those needing only their deletes where the JVM
-    filter applies them (`kept_rows`); only the others are matched to their file.
+    reader skips them (`kept_rows`); only the others are matched to their file.
     """
     defaults = column_defaults(columns)
     plain: list[DataFile] = []
@@ -279,13 +280,14 @@ def read_files(
     if plain:
         raw = read_parquet(spark, plain_schema, [f.path for f in plain], file_keys(plain))
         parts.append(raw.select(*[logical_column(c) for c in columns]))
-    kept = kept_filter(spark, deleting, inlined_deletes, snap) if snap is not None else None
-    if kept is not None:
-        # files whose rows need only their deletes: a plain scan filtered in place
-        raw = read_parquet(spark, plain_schema, [f.path for f in deleting], file_keys(deleting))
-        raw = raw.where(kept(F.col("_metadata.file_size"), F.col("_metadata.row_index")))
+    spec = deletes_spec(spark, deleting, inlined_deletes, snap) if snap is not None else None
+    if spec is not None and snap is not None:
+        # files whose rows need only their deletes: a scan whose reader skips them
+        paths, keys = [f.path for f in deleting], file_keys(deleting)
+        options = deletes_options(spec, snap)
+        raw = read_parquet(spark, plain_schema, paths, keys, source=DELETES_SOURCE, options=options)
         parts.append(raw.select(*[logical_column(c) for c in columns]))
-        _say_deletes(metrics, IN_SCAN_JVM)
+        _say_deletes(metrics, IN_SCAN_READER)
     else:
         files = [*deleting, *files]
     if files:
@@ -396,6 +398,7 @@ def _read_per_file(
     return data.select(*_output_columns(columns, lineage, positions))
 
 
+IN_SCAN_READER = "in the scan (JVM reader)"
 IN_SCAN_JVM = "in the scan (JVM filter)"
 ANTI_JOIN = "anti-join"
 
@@ -425,7 +428,8 @@ def _read_raw(
             mapped.setdefault(f.mapping_id, []).append(f.path)
     raw: DataFrame | None = None
     if by_id:
-        raw = with_position(read_parquet(spark, read_schema, by_id, keys), match)
+        schema, position = positioned(read_schema)
+        raw = with_position(read_parquet(spark, schema, by_id, keys), match, position)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
         mapping = mappings.get(mapping_id, [])
@@ -485,6 +489,7 @@ def _read_mapped(
 
     fields = {c.column_id: field(c, None) for c in columns}
     schema = T.StructType([f for f in fields.values() if f is not None])
+    schema, position = positioned(schema)
     df = read_parquet(spark, schema, paths, keys)
     hive = {}
     for c in columns:
@@ -492,7 +497,7 @@ def _read_mapped(
         if entry is not None and entry.is_partition:
             hive[c.column_id] = f"__ducklake_hive_{c.column_id}"
             df = df.withColumn(hive[c.column_id], hive_value(entry.source_name))
-    df = with_position(df, match)
+    df = with_position(df, match, position)
     select = []
     for c in columns:
         target = spark_schema([c], reading=True)[0].dataType

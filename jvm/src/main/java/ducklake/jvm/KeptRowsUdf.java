@@ -1,60 +1,27 @@
 package ducklake.jvm;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.util.Base64;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.api.java.UDF2;
 
 /**
- * {@code kept(_metadata.file_size, _metadata.row_index)}: false for a row its table's deletes
- * (delete file, deletion vector, inlined deletes) remove as of the snapshot read.
+ * {@code kept(_metadata.file_size, row position)}: false for a row its table's deletes (delete
+ * file, deletion vector, inlined deletes) remove as of the snapshot read.
  *
  * <p>It runs inside the scan's own stage: the first row of a data file loads that file's
- * deletes (read and decoded in the task, cached per executor by delete file and snapshot),
- * every row then tests one bit. Files are told apart by their size, which the driver checked
- * is unique among the files of the scan. No job reads the deletes beforehand and no position
- * of a file without deletes is ever materialised.
- *
- * <p>The driver builds it from a spec, one line per data file with deletes: {@code size TAB
- * delete-path TAB format TAB begin-snapshot TAB base64-key TAB inlined positions (comma
- * separated)}; empty fields for none.
+ * deletes ({@link DeleteBits}), every row then tests one bit. The scans that read files
+ * needing only their deletes use {@link DeletesParquetFormat}, which drops the rows in the
+ * reader; this filter serves the scans that match rows to their files anyway.
  */
 public final class KeptRowsUdf implements UDF2<Long, Long, Boolean> {
   private static final long serialVersionUID = 1L;
-  private static final String CHANGED =
-      "a Parquet file's size differs from the size the DuckLake catalog records for it: the file"
-          + " was changed outside the lake";
-  private static final long CACHE_WORDS = 8L << 20; // 64 MiB of bitsets per executor
-  private static final Map<String, long[]> LOADED = new LinkedHashMap<>(16, 0.75f, true);
-  private static long cachedWords;
-  private static final Map<Map<String, String>, Configuration> CONFS = new HashMap<>();
 
-  private final long snapshot;
-  private final HashMap<Long, String[]> files = new HashMap<>();
-  private final HashMap<String, String> fileSystemConf = new HashMap<>();
-  private transient HashMap<Long, long[]> bitsBySize;
+  private final DeleteBits deletes;
   private transient long lastSize = -1;
   private transient long[] lastBits;
 
+  /** {@code spec}: {@link DeleteBits}'s, one line per data file with deletes. */
   public KeptRowsUdf(String spec, long snapshot, Configuration conf) {
-    this.snapshot = snapshot;
-    for (String line : spec.split("\n")) {
-      String[] fields = line.split("\t", -1);
-      if (fields.length != 6) {
-        throw new IllegalArgumentException("bad delete spec line: " + line);
-      }
-      files.put(Long.parseLong(fields[0]), fields);
-    }
-    for (Map.Entry<String, String> e : conf.getPropsWithPrefix("fs.").entrySet()) {
-      fileSystemConf.put("fs." + e.getKey(), e.getValue());
-    }
+    this.deletes = new DeleteBits(spec, snapshot, conf);
   }
 
   @Override
@@ -64,122 +31,9 @@ public final class KeptRowsUdf implements UDF2<Long, Long, Boolean> {
     }
     long s = size;
     if (s != lastSize) {
-      lastBits = bitsOf(s);
+      lastBits = deletes.of(s);
       lastSize = s;
     }
-    long p = position;
-    int word = (int) (p >>> 6);
-    return word >= lastBits.length || (lastBits[word] & (1L << p)) == 0;
-  }
-
-  private long[] bitsOf(long size) {
-    if (bitsBySize == null) {
-      bitsBySize = new HashMap<>();
-    }
-    long[] bits = bitsBySize.get(size);
-    if (bits == null) {
-      String[] spec = files.get(size);
-      if (spec == null) {
-        throw new IllegalStateException(CHANGED);
-      }
-      try {
-        bits = withInlined(fileBits(spec), spec[5]);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-      bitsBySize.put(size, bits);
-    }
-    return bits;
-  }
-
-  private long[] fileBits(String[] spec) throws IOException {
-    String path = spec[1];
-    if (path.isEmpty()) {
-      return new long[0];
-    }
-    String cacheKey = path + "@" + snapshot;
-    synchronized (LOADED) {
-      long[] cached = LOADED.get(cacheKey);
-      if (cached != null) {
-        return cached;
-      }
-    }
-    byte[] file = read(path);
-    boolean vector = "puffin".equalsIgnoreCase(spec[2]);
-    if (!spec[4].isEmpty() && !vector) { // deletion vectors stay plaintext, keyed or not
-      file = EncryptedParquet.decrypt(file, Base64.getDecoder().decode(spec[4]), path);
-    }
-    long begin = Long.parseLong(spec[3]);
-    long[] bits =
-        vector
-            ? DeletedPositions.ofVector(file, begin, snapshot, path)
-            : DeletedPositions.ofParquet(file, begin, snapshot, path);
-    remember(cacheKey, bits);
-    return bits;
-  }
-
-  private static void remember(String key, long[] bits) {
-    synchronized (LOADED) {
-      if (LOADED.put(key, bits) == null) {
-        cachedWords += bits.length;
-      }
-      var oldest = LOADED.entrySet().iterator();
-      while (cachedWords > CACHE_WORDS && oldest.hasNext()) {
-        var entry = oldest.next();
-        if (entry.getValue() != bits) {
-          cachedWords -= entry.getValue().length;
-          oldest.remove();
-        }
-      }
-    }
-  }
-
-  private static long[] withInlined(long[] fileBits, String inlined) {
-    if (inlined.isEmpty()) {
-      return fileBits;
-    }
-    long[] bits = fileBits;
-    boolean copied = false;
-    for (String text : inlined.split(",")) {
-      long p = Long.parseLong(text);
-      int word = (int) (p >>> 6);
-      if (!copied || word >= bits.length) {
-        long[] grown = new long[Math.max(word + 1, bits.length)];
-        System.arraycopy(bits, 0, grown, 0, bits.length);
-        bits = grown;
-        copied = true;
-      }
-      bits[word] |= 1L << p;
-    }
-    return bits;
-  }
-
-  private byte[] read(String path) throws IOException {
-    if (!path.contains(":")) { // a local path: no Hadoop file system needed
-      return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(path));
-    }
-    Configuration conf;
-    synchronized (CONFS) { // a Configuration parses its XML defaults: once per settings
-      conf = CONFS.get(fileSystemConf);
-      if (conf == null) {
-        conf = new Configuration();
-        fileSystemConf.forEach(conf::set);
-        if (CONFS.size() > 16) {
-          CONFS.clear();
-        }
-        CONFS.put(fileSystemConf, conf);
-      }
-    }
-    Path p = new Path(path);
-    FileSystem fs = p.getFileSystem(conf);
-    long length = fs.getFileStatus(p).getLen();
-    if (length > Integer.MAX_VALUE) {
-      throw new IOException("delete file " + path + " is over 2 GiB");
-    }
-    byte[] data = new byte[(int) length];
-    try (FSDataInputStream in = fs.open(p)) {
-      in.readFully(0, data);
-    }
-    return data;
+    return !DeleteBits.deleted(lastBits, position);
   }
 }

@@ -1,0 +1,186 @@
+package ducklake.jvm;
+
+import java.io.Serializable;
+import java.util.Collections;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import scala.Function1;
+import scala.Option;
+import scala.collection.AbstractIterator;
+import scala.collection.Iterator;
+import scala.collection.immutable.Map;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * Spark's Parquet source, dropping the rows a DuckLake table's deletes remove inside the
+ * reader: {@code spark.read.format("ducklake.jvm.DeletesParquetFormat")} with the options
+ * {@value #DELETES} ({@link DeleteBits}'s spec) and {@value #SNAPSHOT}.
+ *
+ * <p>The reader asks Spark's own Parquet reader for one more column, the position of each row
+ * in its file ({@value #ROW_INDEX}, which that reader fills), tests each position against the
+ * file's deleted bits and hands on the kept rows without that column: a columnar batch through
+ * {@link FilteredVector}s that skip the deleted rows (no copy), a row by a projection. Without
+ * the options it is Spark's Parquet source unchanged.
+ */
+public final class DeletesParquetFormat extends ParquetFileFormat {
+  private static final long serialVersionUID = 1L;
+  public static final String DELETES = "ducklake.deletes";
+  public static final String SNAPSHOT = "ducklake.deletes.snapshot";
+  /** Spark's name for the row-position column its Parquet readers fill. */
+  static final String ROW_INDEX = "_tmp_metadata_row_index";
+
+  @Override
+  public String toString() {
+    return "DuckLakeParquet"; // how plans name the scan
+  }
+
+  @Override
+  public Option<Seq<String>> vectorTypes(
+      StructType requiredSchema, StructType partitionSchema, SQLConf conf) {
+    Option<Seq<String>> types = super.vectorTypes(requiredSchema, partitionSchema, conf);
+    if (types.isEmpty()) {
+      return types;
+    }
+    // the batches hold FilteredVectors as well as Spark's own vectors
+    List<String> any = Collections.nCopies(types.get().length(), ColumnVector.class.getName());
+    return Option.apply(CollectionConverters.asScala(any).toList());
+  }
+
+  @Override
+  public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
+      SparkSession session,
+      StructType dataSchema,
+      StructType partitionSchema,
+      StructType requiredSchema,
+      Seq<Filter> filters,
+      Map<String, String> options,
+      Configuration hadoopConf) {
+    Option<String> spec = options.get(DELETES);
+    if (spec.isEmpty() || spec.get().isEmpty()) {
+      return super.buildReaderWithPartitionValues(
+          session, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
+    }
+    if (partitionSchema.nonEmpty()) {
+      throw new IllegalArgumentException("DeletesParquetFormat reads no partition directories");
+    }
+    long snapshot = Long.parseLong(options.get(SNAPSHOT).get());
+    StructType positioned = requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
+    Function1<PartitionedFile, Iterator<InternalRow>> read =
+        super.buildReaderWithPartitionValues(
+            session, dataSchema, partitionSchema, positioned, filters, options, hadoopConf);
+    return new SkippingReader(
+        read, new DeleteBits(spec.get(), snapshot, hadoopConf), requiredSchema);
+  }
+
+  /** Per file: Spark's reader of it, without the rows deleted. */
+  private static final class SkippingReader
+      extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
+    private static final long serialVersionUID = 1L;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> read;
+    private final DeleteBits deletes;
+    private final StructType schema;
+
+    SkippingReader(
+        Function1<PartitionedFile, Iterator<InternalRow>> read,
+        DeleteBits deletes,
+        StructType schema) {
+      this.read = read;
+      this.deletes = deletes;
+      this.schema = schema;
+    }
+
+    @Override
+    public Iterator<InternalRow> apply(PartitionedFile file) {
+      long[] bits = deletes.of(file.fileSize());
+      @SuppressWarnings("unchecked") // Spark hands batches through an Iterator[InternalRow]
+      Iterator<Object> items = (Iterator<Object>) (Iterator<?>) read.apply(file);
+      @SuppressWarnings("unchecked")
+      Iterator<InternalRow> kept = (Iterator<InternalRow>) (Iterator<?>) new Kept(items, bits, schema);
+      return kept;
+    }
+  }
+
+  /** The items of one file's read without the deleted rows and the position column. */
+  private static final class Kept extends AbstractIterator<Object> {
+    private final Iterator<Object> items;
+    private final long[] bits;
+    private final StructType schema;
+    private final int width;
+    private int[] keep = new int[0];
+    private UnsafeProjection project;
+    private Object pending;
+
+    Kept(Iterator<Object> items, long[] bits, StructType schema) {
+      this.items = items;
+      this.bits = bits;
+      this.schema = schema;
+      this.width = schema.length();
+    }
+
+    @Override
+    public boolean hasNext() {
+      if (pending != null) {
+        return true;
+      }
+      while (items.hasNext()) {
+        Object item = items.next();
+        if (item instanceof ColumnarBatch batch) {
+          pending = filter(batch);
+          return true;
+        }
+        InternalRow row = (InternalRow) item;
+        if (!DeleteBits.deleted(bits, row.getLong(width))) {
+          if (project == null) {
+            project = UnsafeProjection.create(schema); // the first `width` columns
+          }
+          pending = project.apply(row);
+          return true;
+        }
+      }
+      return false;
+    }
+
+    @Override
+    public Object next() {
+      if (!hasNext()) {
+        throw new java.util.NoSuchElementException();
+      }
+      Object out = pending;
+      pending = null;
+      return out;
+    }
+
+    private ColumnarBatch filter(ColumnarBatch batch) {
+      int rows = batch.numRows();
+      ColumnVector positions = batch.column(width);
+      if (keep.length < rows) {
+        keep = new int[rows];
+      }
+      int kept = 0;
+      for (int i = 0; i < rows; i++) {
+        if (!DeleteBits.deleted(bits, positions.getLong(i))) {
+          keep[kept++] = i;
+        }
+      }
+      ColumnVector[] columns = new ColumnVector[width];
+      for (int c = 0; c < width; c++) {
+        ColumnVector column = batch.column(c);
+        columns[c] = kept == rows ? column : new FilteredVector(column, keep, kept);
+      }
+      return new ColumnarBatch(columns, kept);
+    }
+  }
+}
