@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -267,12 +267,19 @@ def measure(
     return {s: statistics.median(v) for s, v in samples.items()}, added
 
 
-def report(figure: str, times: dict[str, float], added: dict[str, int] | None) -> None:
+def report(
+    figure: str,
+    times: dict[str, float],
+    added: dict[str, int] | None,
+    more: Sequence[tuple[str, str]] = (),
+) -> None:
     """Ours against each peer; `ours_dv` (deletion vectors) against Delta and against
-    ours with Parquet delete files, where deletes are written (MERGE, DELETE)."""
+    ours with Parquet delete files, where deletes are written (MERGE, DELETE); `more`
+    pairs after those."""
     pairs = [("ours", "delta"), ("ours", "iceberg")]
     if added is not None and added["ours"] != added["ours_dv"]:
         pairs += [("ours_dv", "delta"), ("ours_dv", "ours")]
+    pairs += more
     for mine, peer in pairs:
         time_ratio = times[mine] / times[peer]
         line = (
@@ -290,6 +297,24 @@ def report(figure: str, times: dict[str, float], added: dict[str, int] | None) -
         print(line)
 
 
+def deleted_scan(
+    systems: Systems,
+    fresh: Callable[[str], None],
+    result: Callable[[str], object],
+    repeat: int,
+) -> None:
+    """The group-by scan of a table with 10% of its rows deleted, spread over every
+    file (each system's merge-on-read deletes, not yet compacted)."""
+    for system in SYSTEMS:
+        fresh(system)
+        systems.run(system, "DELETE FROM {t} WHERE id % 10 = 3", "t")
+    results = {s: result(s) for s in SYSTEMS}
+    if len({repr(r) for r in results.values()}) != 1:
+        raise SystemExit(f"the systems disagree after the 10% delete: {results}")
+    scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, repeat)
+    report("scan, 10% deleted", scans, None, [("ours_dv", "iceberg"), ("ours_dv", "delta")])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -297,6 +322,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--jars", default=os.path.join(os.environ.get("DUCKLAKE_JARS", ".jars"), "peers")
+    )
+    parser.add_argument(
+        "--only",
+        choices=["deleted-scan"],
+        help="only the scan of a table with 10%% of its rows deleted",
     )
     parser.add_argument(
         "--profile",
@@ -322,16 +352,22 @@ def main() -> None:
         def result(system: str) -> object:
             return aggregate(systems.read(system, "t"))
 
-        times, added = measure(systems, args.repeat, lambda s: systems.drop(s, "t"), fresh, result)
-        report("write", times, added)
-        zstd_write(systems, df, added["iceberg"])
-        scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, args.repeat)
-        report("scan (group by)", scans, None)
+        if args.only is None:
+            times, added = measure(
+                systems, args.repeat, lambda s: systems.drop(s, "t"), fresh, result
+            )
+            report("write", times, added)
+            zstd_write(systems, df, added["iceberg"])
+            scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, args.repeat)
+            report("scan (group by)", scans, None)
+        deleted_scan(systems, fresh, result, args.repeat)
         operations = (
             ("MERGE 1% spread", MERGE, False),
             ("MERGE 1% clustered", MERGE, True),
             ("DELETE 1% spread", DELETE, None),
         )
+        if args.only is not None:
+            operations = ()
         for label, statement, clustered in operations:
             if clustered is not None:
                 changes(spark, args.rows, clustered)
