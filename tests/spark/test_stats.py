@@ -21,18 +21,22 @@ DATA = """SELECT CAST(id AS INT) AS i, id * 1000000007 AS big, CAST(id AS TINYIN
     FROM range(0, 40)"""
 
 
-# flat columns only: written by Spark's own Parquet writer (native_write.py), stats from
-# its footers; with the list column, by the Arrow writer
+# flat columns only: written by the driver (40 rows, as Spark's plan bounds them), or
+# where the plan bounds them to more by Spark's own Parquet writer (native_write.py),
+# stats from its footers; with the list column, by the Arrow writer in Spark's tasks
 FLAT = DATA.replace(", array(CAST(id AS INT), NULL) AS arr", "")
+UNBOUNDED = FLAT.replace("FROM range(0, 40)", "FROM range(0, 20000) WHERE id < 40")
 
 
-@pytest.mark.parametrize("query", [DATA, FLAT], ids=["arrow_writer", "spark_writer"])
+@pytest.mark.parametrize(
+    "query", [DATA, UNBOUNDED, FLAT], ids=["arrow_writer", "spark_writer", "driver_writer"]
+)
 def test_file_stats_match_duckdbs(spark, catalog: Catalog, query: str) -> None:
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     create_table_as(lake, "main", "ours", spark.sql(query).coalesce(1))
     (written,) = lake.catalog().data_files(lake.catalog().table("main", "ours"))
     writer = pq.read_metadata(written.path).created_by
-    assert ("parquet-mr" in writer) == (query == FLAT), writer
+    assert ("parquet-mr" in writer) == (query == UNBOUNDED), writer
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach)
     con.execute("USE lake")

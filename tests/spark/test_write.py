@@ -364,3 +364,45 @@ def test_updated_rows_keep_their_ids_as_small_deltas(spark, sqlite_catalog: Cata
     lake.close()
     assert [(i, s) for i, s, _ in theirs] == ours and len(ours) == 1500
     assert all(rowid == i for i, _, rowid in theirs)  # the ids they had
+
+
+def test_a_result_of_few_rows_is_collected_once_and_written_by_the_driver(
+    spark, catalog: Catalog
+) -> None:
+    """A result Spark's plan bounds to a few rows (here `range`) costs one Spark job: its
+    file is written by the driver with the tasks' Arrow writer, its stats equal the
+    rows; one that turns out under the inlining limit is inlined as DuckDB inlines; a
+    NOT NULL column still refuses a NULL and commits nothing; a failing row commits
+    nothing. DuckDB reads every table as written."""
+    from dbt.adapters.ducklake.spark.sql import LakeSQL
+
+    lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE h (id BIGINT NOT NULL, v VARCHAR, d DATE)")
+    tracker = spark.sparkContext._jsc.sc().dagScheduler()
+    jobs = tracker.numTotalJobs()
+    sql.execute("INSERT INTO h SELECT id, concat('v', id), DATE '2024-01-01' FROM range(100)")
+    assert tracker.numTotalJobs() - jobs == 1
+    (written,) = lake.catalog().data_files(lake.catalog().table("main", "h"))
+    assert written.record_count == 100
+    assert "parquet-cpp" in pq.read_metadata(written.path).created_by
+    # a bound over the inlining limit, a result under it: inlined, no file
+    sql.execute("INSERT INTO h SELECT id + 1000, 'few', NULL FROM range(100) WHERE id < 3")
+    table = lake.catalog().table("main", "h")
+    assert len(lake.catalog().data_files(table)) == 1
+    assert len(lake.catalog().inlined_rows(table.table_id)) == 3
+    before = lake.latest_snapshot()
+    with pytest.raises(Exception, match=r"(?i)not null"):
+        sql.execute("INSERT INTO h SELECT CAST(NULL AS BIGINT), 'x', NULL FROM range(50)")
+    with pytest.raises(Exception, match="boom"):
+        sql.execute(
+            "INSERT INTO h SELECT CASE WHEN id = 42 THEN raise_error('boom') ELSE id END, "
+            "'x', NULL FROM range(50)"
+        )
+    assert lake.latest_snapshot() == before
+    con = _duck(catalog)
+    assert con.execute(
+        "SELECT count(*), min(id), max(id), count(d), count(DISTINCT v) FROM h"
+    ).fetchone() == (103, 0, 1002, 100, 101)
+    assert con.execute("SELECT v FROM h WHERE id = 57").fetchone() == ("v57",)
+    con.close()

@@ -37,7 +37,7 @@ from .collect import collect_rows
 from .errors import NotNullViolation, WriteError
 from .scan import read_back
 from .types import ducklake_spec, spark_type
-from .write import partition_plan, write_data_files
+from .write import collect_arrow, driver_bound, partition_plan, write_data_files, write_here
 from .write_task import partition_key, time_part
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -183,8 +183,11 @@ def _stage_rows(
     packed: bool,
 ) -> None:
     limit = inlining_limit(lake, table)
-    write_first = limit > 0 and (write_first if write_first is not None else _shuffles(df))
-    if limit > 0 and not write_first:
+    shuffles = None if write_first or packed else _shuffles(df)
+    write_first = limit > 0 and (write_first if write_first is not None else bool(shuffles))
+    # a query that shuffles (a repartition included) keeps Spark's layout of its files
+    bound = None if write_first or packed or shuffles else driver_bound(df)
+    if limit > 0 and not write_first and (bound is None or bound <= limit):
         head = _small_result(df, limit)
         if head is not None:
             inline_rows(tx, table, head, keep_row_ids=keep_row_ids)
@@ -194,6 +197,13 @@ def _stage_rows(
     )
     sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
     options = replace(write_options(lake, table), bytes_per_row=_bytes_per_row(tx, table))
+    here = bound is not None and bound > limit and not (sort or table.current_partition())
+    if (
+        here
+        and not options.encrypted
+        and _staged_on_driver(tx, table, df, options, keep_row_ids, limit)
+    ):
+        return
     files = write_data_files(
         _packed(df, options.target_file_size) if packed else df,
         table,
@@ -212,6 +222,29 @@ def _stage_rows(
             inline_rows(tx, table, rows, keep_row_ids=keep_row_ids)
             return
     tx.add_data_files(table, files)
+
+
+def _staged_on_driver(
+    tx: Transaction,
+    table: StagedTable,
+    df: DataFrame,
+    options: WriteOptions,
+    keep_row_ids: bool,
+    limit: int,
+) -> bool:
+    """Stage a result of few rows (`driver_bound`: a VALUES list, range(100), a LIMIT)
+    collected in one job and written here; inlined when it turns out small, which asks
+    for it again (a bound above the inlining limit, a result below it). False: not
+    staged, Spark's write decides."""
+    data = collect_arrow(df)
+    if data.num_rows > limit or limit == 0:
+        tx.add_data_files(table, write_here(data, table, options, keep_row_ids))
+        return True
+    head = _small_result(df, limit)
+    if head is None:
+        return False
+    inline_rows(tx, table, head, keep_row_ids=keep_row_ids)
+    return True
 
 
 def _small_result(df: DataFrame, limit: int) -> list[tuple[Any, ...]] | None:
