@@ -488,8 +488,7 @@ def _read_mapped(
         return T.StructField(entry.source_name, dt, True)
 
     fields = {c.column_id: field(c, None) for c in columns}
-    schema = T.StructType([f for f in fields.values() if f is not None])
-    schema, position = positioned(schema)
+    schema, position = positioned(T.StructType([f for f in fields.values() if f is not None]))
     df = read_parquet(spark, schema, paths, keys)
     hive = {}
     for c in columns:
