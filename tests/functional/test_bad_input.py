@@ -244,7 +244,7 @@ CASES = [
     Case(
         "unwritable data_path",
         ["run", "-s", "blocked"],
-        ["model blocked", "not a directory"],
+        ["model blocked", "cannot write the data files", "exists"],
         _model("blocked", _table("", "select id from range(1000)")),
         blocker="blocked",
     ),

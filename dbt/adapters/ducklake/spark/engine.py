@@ -237,6 +237,8 @@ def _staged_on_driver(
     for it again (a bound above the inlining limit, a result below it). False: not
     staged, Spark's write decides."""
     data = collect_arrow(df)
+    if data is None:
+        return False
     if data.num_rows > limit or limit == 0:
         tx.add_data_files(table, write_here(data, table, options, keep_row_ids))
         return True

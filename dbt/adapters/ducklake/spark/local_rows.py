@@ -53,11 +53,11 @@ def arrow_frame(
     that convert exactly); None otherwise."""
     if not hasattr(spark, "_jsparkSession"):
         return None
-    table = _arrow_table(rows, schema)
+    table = arrow_table(rows, schema)
     return None if table is None else spark.createDataFrame(table, schema)
 
 
-def _arrow_table(rows: Sequence[Sequence[Any]], schema: T.StructType) -> pa.Table | None:
+def arrow_table(rows: Sequence[Sequence[Any]], schema: T.StructType) -> pa.Table | None:
     """The rows as Arrow columns of Spark's internal values; None when a type has no
     flat Arrow form here or a value does not convert (the list path then decides)."""
     arrays = []

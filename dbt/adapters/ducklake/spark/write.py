@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from ..lake import Column, DataFileSpec, FileColumnStats, StagedTable
 from .arrow import WriteOptions
 from .errors import WriteError
+from .local_rows import arrow_table
 from .native_write import native_writable, write_native
 from .sealed import HANDED_ON, HandOn, held_files, sealed_rows
 from .write_task import WriteTask
@@ -162,10 +163,12 @@ def driver_bound(df: DataFrame) -> int | None:
     return int(bound.get())
 
 
-def collect_arrow(df: DataFrame) -> pa.Table:
+def collect_arrow(df: DataFrame) -> pa.Table | None:
     """`df` (as `write_data_files` takes it: the table's columns by position) on the
-    driver, in one Spark job, planned once with the questions asked of it before."""
-    return df.toArrow()
+    driver, in one Spark job planned once with the questions asked of it before; None
+    when a value has no exact Arrow form here. Rows, not `toArrow`: a failed or
+    cancelled job then says why, where `toArrow` says only "awaitResult"."""
+    return arrow_table(df.collect(), df.schema)
 
 
 def write_here(
@@ -174,7 +177,12 @@ def write_here(
     """Write collected rows as data files of `table` from the driver, with the task body
     Spark's tasks run (no partitions, no sort, not sealed)."""
     task = WriteTask(table.column_list(), options, [], row_ids)
-    rows = [r for batch in task(iter(data.to_batches())) for r in batch.to_pylist()]
+    try:
+        rows = [r for batch in task(iter(data.to_batches())) for r in batch.to_pylist()]
+    except OSError as exc:  # in a task Spark would say it; here we do, naming the table
+        raise WriteError(
+            f"cannot write the data files of {table.qualified_name} under {options.root}: {exc}"
+        ) from exc
     log.info("wrote %s file(s) for %s on the driver", len(rows), table.qualified_name)
     return [_spec(r) for r in rows]
 
