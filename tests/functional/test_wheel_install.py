@@ -57,7 +57,7 @@ def _wheel(out: Path) -> Path:
 def _install(venv: Path, wheel: Path) -> None:
     """A fresh venv of another Python minor with the wheel and its dependencies: by uv
     where the test venv has it (`./dev setup` puts it there; from its cache, measured
-    22 s -> 3 s), else by pip. Neither compiles every module (dbt compiles what it
+    22 s -> 0.5 s), else by pip. Neither compiles every module (dbt compiles what it
     imports)."""
     python = _other_python()
     uv = Path(sys.executable).with_name("uv")
