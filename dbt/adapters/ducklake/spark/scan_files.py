@@ -310,7 +310,8 @@ def positioned(schema: T.StructType) -> tuple[T.StructType, str]:
     `_metadata.row_index` instead when a data column already has that name."""
     if any(f.name.lower() == ROW_INDEX for f in schema.fields):
         return schema, "_metadata.row_index"
-    return schema.add(T.StructField(ROW_INDEX, T.LongType(), True)), ROW_INDEX
+    # a new StructType: `StructType.add` would change the caller's schema in place
+    return T.StructType([*schema.fields, T.StructField(ROW_INDEX, T.LongType(), True)]), ROW_INDEX
 
 
 def with_position(df: DataFrame, match: FileMatch, position: str) -> DataFrame:
