@@ -24,7 +24,7 @@ from dbt.adapters.ducklake.spark.merge import (
     equal_keys,
     merge_into,
 )
-from dbt.adapters.ducklake.spark.scan import scan_table
+from dbt.adapters.ducklake.spark.scan import ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.canon import canon_rows
@@ -379,3 +379,36 @@ def test_a_small_merge_writes_one_file_per_kind(spark, sqlite_catalog: Catalog) 
         150,
     )
     con.close()
+
+
+@pytest.mark.parametrize(
+    ("on", "expected"),
+    # ON's equal keys alone narrow the target (the join applies the rest); no keys: ON
+    [("t.id = s.id", 100), ("t.id = s.id AND t.v <> s.v", 100), ("t.id < s.id", 990)],
+)
+def test_rows_a_kept_source_matches_are_found_with_its_kept_rows(
+    spark, on: str, expected: int
+) -> None:
+    """A source that reads files or shuffles (a dbt model's) is kept after its first
+    read. The target rows it matches are then found with the kept rows: planned with
+    their true (small) size, so the source is not computed again and the target not
+    shuffled. Spark plans a DataFrame named in SQL text without its cached rows, so
+    this must not go through SQL text."""
+    target = spark.range(1000).select("id", F.lit("old").alias("v"))
+    shuffled = spark.range(0, 1000, 10).select("id", F.lit("new").alias("v")).repartition(3)
+    source = merge._Source(shuffled)
+    source.reused()  # its first read keeps it
+    assert source.kept
+    plan = merge._Plan(
+        on,
+        [When("matched", "delete")],
+        Aliases("t", "s"),
+        tuple(equal_keys(_parsed(on), Aliases("t", "s"))),
+        ScanMetrics(),
+    )
+    try:
+        matched = merge._matching(spark, target, source, plan)
+        assert "InMemoryRelation" in matched._jdf.queryExecution().withCachedData().toString()
+        assert matched.count() == expected
+    finally:
+        source.df.unpersist()

@@ -10,8 +10,10 @@ committed (as in Delta Lake and DuckDB).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import cast
 
 import sqlglot
@@ -135,6 +137,7 @@ class _Source:
     def __init__(self, df: DataFrame):
         self.df = df
         self._asked = False
+        self.kept = False  # persisted (then SQL text must not name it: see `_matching`)
 
     def reused(self) -> DataFrame:
         """The source, for a read that is not its last."""
@@ -142,6 +145,7 @@ class _Source:
             self._asked = True
             if _costly(self.df):
                 self.df = self.df.persist()
+                self.kept = True
         return self.df
 
 
@@ -295,7 +299,7 @@ def _target(
 ) -> DataFrame:
     """The target rows the MERGE can change, with their lineage (`rowid`, file, pos)."""
     schema, name = qualified
-    t_alias, s_alias = plan.aliases.target, plan.aliases.source
+    s_alias = plan.aliases.source
     columns = tx.table(schema, name).column_list()
     # the key ranges cost a job over the source: asked only when the target's files hold
     # enough rows for pruning them to pay
@@ -322,7 +326,7 @@ def _target(
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so only those rows look up
         # their lineage; a small target skips it (one broadcast job less)
-        target = _matching(spark, target, source.reused(), plan.on, t_alias, s_alias)
+        target = _matching(spark, target, source, plan)
     return target.withColumn("__ducklake_t", F.lit(True))
 
 
@@ -343,13 +347,29 @@ def _first_clause(clauses: Sequence[When]) -> SparkColumn:
     return choice
 
 
-def _matching(
-    spark: SparkSession, target: DataFrame, src: DataFrame, on: str, t: str, s: str
-) -> DataFrame:
-    """Target rows that some source row matches, asked as `WHERE EXISTS`: the optimizer
-    moves that filter (it would not move a semi join) below the scan's per-file columns,
-    so only the matching rows look up their file, row id and position."""
-    escaped = on.replace("{", "{{").replace("}", "}}")
+def _matching(spark: SparkSession, target: DataFrame, source: _Source, plan: _Plan) -> DataFrame:
+    """Target rows that some source row matches, asked as `EXISTS`: the optimizer moves
+    that filter (it would not move a semi join) below the scan's per-file columns, so
+    only the matching rows look up their file, row id and position.
+
+    With ON's equal keys the subquery is built as DataFrames, matching on the keys
+    alone (the join after it applies the rest of ON). Without keys it is SQL text, but
+    not for a persisted source: Spark plans a DataFrame named in SQL text (a temporary
+    view) without its cached rows, so the source would be computed again and its size
+    be unknown (measured on a dbt change-feed MERGE: the 10M-row target shuffled for a
+    sort-merge join that AQE turned into a broadcast only afterwards)."""
+    t, s = plan.aliases.target, plan.aliases.source
+    src = source.reused()
+    if plan.keys:
+        same = [
+            F.col(f"{_quoted(s)}.{_quoted(s_col)}")
+            == F.col(f"{_quoted(t)}.{_quoted(t_col)}").outer()
+            for t_col, s_col in plan.keys
+        ]
+        return target.alias(t).where(src.alias(s).where(reduce(operator.and_, same)).exists())
+    if source.kept:
+        return target.alias(t).join(src.alias(s), F.expr(plan.on), "left_semi")
+    escaped = plan.on.replace("{", "{{").replace("}", "}}")
     return spark.sql(
         f"SELECT * FROM {{target}} AS {_quoted(t)} WHERE EXISTS "
         f"(SELECT 1 FROM {{source}} AS {_quoted(s)} WHERE {escaped})",
