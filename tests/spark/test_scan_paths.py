@@ -12,7 +12,9 @@ from pyspark.sql import functions as F
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark import kept_rows, scan_deletes, scan_files
+from dbt.adapters.ducklake.spark import scan as scan_module
 from dbt.adapters.ducklake.spark.engine import create_table_as
+from dbt.adapters.ducklake.spark.errors import ReservedColumnError
 from dbt.adapters.ducklake.spark.scan import (
     ANTI_JOIN,
     IN_SCAN_JVM,
@@ -94,8 +96,8 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog, monkeyp
     lineage = scan_table(spark, lake, "main", "t", lineage=True)
     lineage_plan = lineage._jdf.queryExecution().executedPlan().toString()
     assert "file_size" in lineage_plan and "Join" not in lineage_plan, lineage_plan
-    ids = sorted(r.rowid for r in lineage.collect())
-    assert ids == list(range(1000))
+    rowids = {r.id: r.rowid for r in lineage.collect()}
+    assert sorted(rowids.values()) == list(range(1000))
     # deletes in one file: only that file's scan drops rows, in its reader (no join,
     # no job reading the deletes); the rest stay plain
     LakeSQL(spark, lake).execute("DELETE FROM main.t WHERE id = 5")
@@ -106,13 +108,24 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog, monkeyp
     assert "Union" in scan_plan and "DuckLakeParquet" in scan_plan, scan_plan
     assert "Join" not in scan_plan and "ducklake_kept" not in scan_plan, scan_plan
     assert metrics.deletes_applied == [IN_SCAN_READER]
-    # lineage matches rows to their files anyway: there the JVM filter drops them
+    # lineage: the same reader drops them and keeps the positions that locate rows
     metrics = ScanMetrics()
-    lineage = scan_table(spark, lake, "main", "t", lineage=True, metrics=metrics)
-    assert sorted(r.id for r in lineage.collect()) == [i for i in range(1000) if i != 5]
+    lineage = scan_table(spark, lake, "main", "t", lineage=True, positions=True, metrics=metrics)
+    kept = {r.id: r.rowid for r in lineage.collect()}
+    assert kept == {i: rowid for i, rowid in rowids.items() if i != 5}
     lineage_plan = lineage._jdf.queryExecution().executedPlan().toString()
-    assert "ducklake_kept" in lineage_plan and "Join" not in lineage_plan, lineage_plan
+    assert "DuckLakeParquet" in lineage_plan and "Join" not in lineage_plan, lineage_plan
+    assert "ducklake_kept" not in lineage_plan, lineage_plan
+    assert metrics.deletes_applied == [IN_SCAN_READER]
+    # where the reader cannot take the positions (a name-mapped file, a column named as
+    # Spark's position field), the JVM filter drops deleted rows
+    monkeypatch.setattr(scan_module, "_reader_options", lambda *args: None)
+    metrics = ScanMetrics()
+    filtered = scan_table(spark, lake, "main", "t", lineage=True, metrics=metrics)
+    assert {r.id: r.rowid for r in filtered.collect()} == kept
+    assert "ducklake_kept" in filtered._jdf.queryExecution().executedPlan().toString()
     assert metrics.deletes_applied == [IN_SCAN_JVM]
+    monkeypatch.undo()
     # without the JVM filter (Spark Connect, no jar): that file is matched per row
     monkeypatch.setattr(kept_rows, "IN_SCAN", False)
     metrics = ScanMetrics()
@@ -121,6 +134,58 @@ def test_per_file_work_only_where_needed(spark, sqlite_catalog: Catalog, monkeyp
     scan_plan = fallback._jdf.queryExecution().executedPlan().toString()
     assert "Union" in scan_plan and "Join" in scan_plan, scan_plan
     assert metrics.deletes_applied == [ANTI_JOIN]
+
+
+def test_a_column_named_as_sparks_row_position_is_refused_where_rows_are_located(
+    spark, sqlite_catalog: Catalog
+) -> None:
+    """Spark's Parquet reader fills `_tmp_metadata_row_index` with row positions: a table
+    with a column of that name reads its values as data, and statements that locate
+    rows in their files (here DELETE) fail naming the column, writing nothing."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE main.t (id BIGINT, _tmp_metadata_row_index BIGINT)")
+    sql.execute("INSERT INTO main.t SELECT id, 1000 - id FROM range(3000)")
+    before = lake.latest_snapshot().snapshot_id
+    with pytest.raises(ReservedColumnError, match=r"_tmp_metadata_row_index.*rename the column"):
+        sql.execute("DELETE FROM main.t WHERE id % 7 = 0")
+    assert lake.latest_snapshot().snapshot_id == before
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    theirs = sorted(con.execute("SELECT id, _tmp_metadata_row_index FROM lake.main.t").fetchall())
+    ours = sorted(tuple(r) for r in scan_table(spark, lake, "main", "t").collect())
+    assert ours == theirs and len(ours) == 3000 and ours[0] == (0, 1000)
+
+
+def test_files_of_equal_size_are_told_apart_by_name(spark, sqlite_catalog: Catalog) -> None:
+    """Files of the same size (same row count, similar values: common after MERGEs)
+    cannot be told apart by size; the deletes reader keys them by size and name, so
+    plain and lineage scans still drop deletes in the reader, as DuckDB reads them."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    sql = LakeSQL(spark, lake)
+    sql.execute("CREATE TABLE main.t (id BIGINT, s VARCHAR)")
+    for letter in "abc":
+        sql.execute(f"INSERT INTO main.t SELECT id, '{letter}' FROM range(3000)")
+    sizes = [
+        f.file_size_bytes for f in lake.catalog().data_files(lake.catalog().table("main", "t"))
+    ]
+    assert len(sizes) == 3 and len(set(sizes)) == 1, sizes  # the case under test
+    sql.execute("DELETE FROM main.t WHERE s = 'b' AND id % 3 = 0")
+    sql.execute("DELETE FROM main.t WHERE s = 'c' AND id < 10")
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    theirs = sorted(con.execute("SELECT id, s, rowid FROM lake.main.t").fetchall())
+    assert len(theirs) == 9000 - 1000 - 10
+    for lineage in (False, True):
+        metrics = ScanMetrics()
+        df = scan_table(spark, lake, "main", "t", lineage=lineage, metrics=metrics)
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "DuckLakeParquet" in plan and "ducklake_kept" not in plan, plan
+        assert metrics.deletes_applied == [IN_SCAN_READER]
+        ours = sorted(
+            tuple(r) for r in df.select("id", "s", *(["rowid"] if lineage else [])).collect()
+        )
+        assert ours == (theirs if lineage else sorted(r[:2] for r in theirs))
 
 
 @pytest.mark.parametrize("reader", ["batches", "rows"])

@@ -63,6 +63,10 @@ class NotNullViolation(EngineError):
     """A NULL written into a NOT NULL column; nothing was committed."""
 
 
+class ReservedColumnError(EngineError):
+    """A column whose name Spark reserves for a reader's own values."""
+
+
 class StatementError(EngineError):
     """A statement this layer does not run as written (unsupported form or option)."""
 

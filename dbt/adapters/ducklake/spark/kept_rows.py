@@ -1,21 +1,22 @@
 """Deletes applied inside the scan by the adapter's JVM classes (jvm/).
 
-Files that need only their deletes dropped are read through `DELETES_SOURCE`, Spark's
-Parquet source with a reader that tests each row's position against its file's deleted
-bits and skips the deleted rows of each columnar batch without copying the rest. Scans
-that match rows to their files anyway filter by `KeptRowsUdf` on (file size, position).
+Files are read through `DELETES_SOURCE`, Spark's Parquet source with a reader that
+tests each row's position against its file's deleted bits and skips the deleted rows of
+each columnar batch without copying the rest (keeping the positions when the scan asks
+for them). Scans of name-mapped files filter by `KeptRowsUdf` on (file size, position).
 Either way each task loads the deletes of the data files it reads (delete files,
 deletion vectors, inlined deletes) when it meets a file's first row; unlike the
 anti-join of `scan_deletes`, no job reads the deletes first and no position of a file
-without deletes is materialised. Files are told apart by their size, so both are only
-offered when the catalog's sizes of the scanned files are all different, and only where
-the session has the adapter's classes (not through Spark Connect). Else the caller falls
+without deletes is materialised. Files are told apart by their size (the reader, which
+knows names too, by size and name where sizes repeat), and both run only where the
+session has the adapter's classes (not through Spark Connect). Else the caller falls
 back to the anti-join.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,24 +41,28 @@ def deletes_spec(
     files: Sequence[DataFile],
     inlined_deletes: Sequence[Any],
     snap: int,
+    *,
+    by_name: bool = False,
 ) -> str | None:
     """The deletes of `files` as of `snap` in the JVM classes' spec (`DeleteBits`), or
-    None when they cannot run here or there is nothing to delete."""
+    None when they cannot run here or there is nothing to delete. Files are keyed by
+    size; `by_name` (for the reader, which knows file names) keys files of equal size
+    by size and name, so they need not be told apart by size alone."""
     if not IN_SCAN or not files:
         return None
-    sizes = [f.file_size_bytes for f in files]
-    if not all(sizes) or len(set(sizes)) != len(sizes) or not has_engine_classes(spark):
+    keys = _file_keys(files, by_name)
+    if keys is None or not has_engine_classes(spark):
         return None
     inlined: dict[int, list[str]] = {}
     for d in inlined_deletes:
         if d.begin_snapshot <= snap:
             inlined.setdefault(d.data_file_id, []).append(str(d.position))
     lines, deleting = [], False
-    for f in files:
+    for f, key in zip(files, keys, strict=True):
         d = f.delete_file
         positions = ",".join(inlined.get(f.data_file_id, ()))
         deleting = deleting or d is not None or bool(positions)
-        fields = [str(f.file_size_bytes), "", "", "0", "", positions]
+        fields = [key, "", "", "0", "", positions]
         if d is not None:
             if "\t" in d.path or "\n" in d.path:
                 return None
@@ -65,6 +70,24 @@ def deletes_spec(
             fields[4] = d.encryption_key or ""
         lines.append("\t".join(fields))
     return "\n".join(lines) if deleting else None
+
+
+def _file_keys(files: Sequence[DataFile], by_name: bool) -> list[str] | None:
+    """Each file's key in the spec, or None when two files would share one."""
+    sizes = Counter(f.file_size_bytes for f in files)
+    keys = []
+    for f in files:
+        size = f.file_size_bytes
+        if not size:
+            return None
+        key = str(size)
+        if sizes[size] > 1:
+            name = f.path.rstrip("/").rsplit("/", 1)[-1]
+            if not by_name or "\t" in name or "\n" in name:
+                return None
+            key = f"{key}/{name}"
+        keys.append(key)
+    return keys if len(set(keys)) == len(keys) else None
 
 
 def deletes_options(spec: str, snap: int) -> dict[str, str]:

@@ -44,6 +44,7 @@ from .scan_files import (
     POS_COL,
     POS_KEY,
     ROW_ID,
+    ROW_INDEX,
     ROW_SNAPSHOT,
     FileMatch,
     file_match,
@@ -280,11 +281,10 @@ def read_files(
     if plain:
         raw = read_parquet(spark, plain_schema, [f.path for f in plain], file_keys(plain))
         parts.append(raw.select(*[logical_column(c) for c in columns]))
-    spec = deletes_spec(spark, deleting, inlined_deletes, snap) if snap is not None else None
-    if spec is not None and snap is not None:
+    options = _reader_options(spark, columns, deleting, inlined_deletes, snap)
+    if options is not None:
         # files whose rows need only their deletes: a scan whose reader skips them
         paths, keys = [f.path for f in deleting], file_keys(deleting)
-        options = deletes_options(spec, snap)
         raw = read_parquet(spark, plain_schema, paths, keys, source=DELETES_SOURCE, options=options)
         parts.append(raw.select(*[logical_column(c) for c in columns]))
         _say_deletes(metrics, IN_SCAN_READER)
@@ -310,6 +310,25 @@ def read_files(
     for extra in parts[1:]:
         result = result.unionByName(extra)
     return result
+
+
+def _reader_options(
+    spark: SparkSession,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    inlined_deletes: Sequence[Any],
+    snap: int | None,
+) -> dict[str, str] | None:
+    """The options of one scan of `files` whose reader drops their deletes as of
+    `snap`, or None when it cannot: nothing to delete, no JVM classes, a name-mapped
+    file (read by a scan of its own), or a column named as Spark's row-position field
+    (it would be taken for the positions)."""
+    if snap is None or any(f.mapping_id is not None for f in files):
+        return None
+    if any(c.name.lower() == ROW_INDEX for c in columns):
+        return None
+    spec = deletes_spec(spark, files, inlined_deletes, snap, by_name=True)
+    return deletes_options(spec, snap) if spec is not None else None
 
 
 def _split_plain(
@@ -373,9 +392,13 @@ def _read_per_file(
         "__ducklake_begin": [f.begin_snapshot for f in files],
         "__ducklake_off": [offsets[f.data_file_id] for f in files],
     }
-    raw = _read_raw(spark, cat, columns, files, read_schema, match)
+    # the reader that skips deleted rows keeps positions too
+    options = _reader_options(spark, columns, files, inlined_deletes, snap)
+    raw = _read_raw(spark, cat, columns, files, read_schema, match, options)
     kept = None
-    if snap is not None and match.key_type == "bigint":  # rows carry their file's size
+    if options is not None:
+        _say_deletes(metrics, IN_SCAN_READER)
+    elif snap is not None and match.key_type == "bigint":  # rows carry their file's size
         kept = kept_filter(spark, files, inlined_deletes, snap)
     if kept is not None:
         raw = raw.where(kept(F.col("__ducklake_path"), F.col(POS_KEY)))
@@ -389,7 +412,7 @@ def _read_per_file(
             # a partial file holds rows of several snapshots; keep those visible at `snap`
             visible = F.col(ROW_SNAPSHOT).isNull() | (F.col(ROW_SNAPSHOT) <= F.lit(snap))
             data = data.where(visible)
-        if kept is None:
+        if kept is None and options is None:
             deletes = deleted_rows(spark, files, inlined_deletes, snap, offsets)
     if deletes is not None:
         deleted = sum(f.delete_file.delete_count for f in files if f.delete_file is not None)
@@ -417,9 +440,11 @@ def _read_raw(
     files: Sequence[DataFile],
     read_schema: T.StructType,
     match: FileMatch,
+    deletes: dict[str, str] | None = None,
 ) -> DataFrame:
     """One scan over the files with field ids, plus one per name mapping (files
-    written without ids), each row with its position in its file."""
+    written without ids), each row with its position in its file. `deletes`: the
+    options of a scan whose reader drops deleted rows (files with field ids only)."""
     by_id = [f.path for f in files if f.mapping_id is None]
     keys = file_keys(files)
     mapped: dict[int, list[str]] = {}
@@ -429,7 +454,9 @@ def _read_raw(
     raw: DataFrame | None = None
     if by_id:
         schema, position = positioned(read_schema)
-        raw = with_position(read_parquet(spark, schema, by_id, keys), match, position)
+        source = DELETES_SOURCE if deletes else "parquet"
+        read = read_parquet(spark, schema, by_id, keys, source=source, options=deletes)
+        raw = with_position(read, match, position)
     mappings = cat.name_mappings(mapped) if mapped else {}
     for mapping_id, paths in mapped.items():
         mapping = mappings.get(mapping_id, [])

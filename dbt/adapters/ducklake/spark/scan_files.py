@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .encrypted import keyed_read_options
+from .errors import ReservedColumnError
 from .local_rows import local_frame
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -306,10 +307,16 @@ ROW_INDEX = "_tmp_metadata_row_index"
 
 
 def positioned(schema: T.StructType) -> tuple[T.StructType, str]:
-    """`schema` with Spark's row-position field added, and the column to read it by;
-    `_metadata.row_index` instead when a data column already has that name."""
-    if any(f.name.lower() == ROW_INDEX for f in schema.fields):
-        return schema, "_metadata.row_index"
+    """`schema` with Spark's row-position field added, and the column to read it by.
+    A data column of that name would be taken for the positions (and Spark refuses it
+    beside `_metadata.row_index`): refused, naming it."""
+    for f in schema.fields:
+        if f.name.lower() == ROW_INDEX:
+            raise ReservedColumnError(
+                f"column {f.name!r}: Spark's Parquet reader reserves this name for row "
+                "positions, so rows of a table with it cannot be located in their files "
+                "(DELETE, UPDATE, MERGE, row ids, reads of files with deletes); rename the column"
+            )
     # a new StructType: `StructType.add` would change the caller's schema in place
     return T.StructType([*schema.fields, T.StructField(ROW_INDEX, T.LongType(), True)]), ROW_INDEX
 
@@ -318,4 +325,4 @@ def with_position(df: DataFrame, match: FileMatch, position: str) -> DataFrame:
     """`df` (read with `positioned`'s schema) with its rows' file and position columns
     in place of Spark's."""
     out = df.select("*", match.per_row.alias("__ducklake_path"), F.col(position).alias(POS_KEY))
-    return out.drop(ROW_INDEX) if position == ROW_INDEX else out
+    return out.drop(ROW_INDEX)

@@ -16,10 +16,11 @@ import org.apache.hadoop.fs.Path;
  * The deleted positions of each data file of a scan, as bitsets, loaded in the task that
  * first needs them and cached per executor by delete file and snapshot.
  *
- * <p>The driver builds it from a spec, one line per data file with deletes: {@code size TAB
+ * <p>The driver builds it from a spec, one line per data file of the scan: {@code key TAB
  * delete-path TAB format TAB begin-snapshot TAB base64-key TAB inlined positions (comma
- * separated)}; empty fields for none. Files are told apart by their size, which the driver
- * checked is unique among the files of the scan.
+ * separated)}; empty fields for none. Files are told apart by their size, the key, which the
+ * driver checked is unique among the files of the scan; for a reader, which also knows each
+ * file's name, files of equal size are keyed {@code size/name}.
  */
 final class DeleteBits implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -32,9 +33,9 @@ final class DeleteBits implements Serializable {
   private static final Map<Map<String, String>, Configuration> CONFS = new HashMap<>();
 
   private final long snapshot;
-  private final HashMap<Long, String[]> files = new HashMap<>();
+  private final HashMap<String, String[]> files = new HashMap<>();
   private final HashMap<String, String> fileSystemConf = new HashMap<>();
-  private transient HashMap<Long, long[]> bitsBySize;
+  private transient HashMap<String, long[]> bitsBySize;
 
   DeleteBits(String spec, long snapshot, Configuration conf) {
     this.snapshot = snapshot;
@@ -43,7 +44,7 @@ final class DeleteBits implements Serializable {
       if (fields.length != 6) {
         throw new IllegalArgumentException("bad delete spec line: " + line);
       }
-      files.put(Long.parseLong(fields[0]), fields);
+      files.put(fields[0], fields);
     }
     // a keyed read (an encrypted lake) opens data files through KeyedFileSystem; delete
     // files are decrypted here, so they are read through the file system it wraps
@@ -62,12 +63,22 @@ final class DeleteBits implements Serializable {
 
   /** Bit p set: position p of the file of this size is deleted (bits past the end: kept). */
   long[] of(long size) {
+    return of(size, null);
+  }
+
+  /** As {@link #of(long)}, for the file of this size and name (files of equal size). */
+  long[] of(long size, String name) {
     if (bitsBySize == null) {
       bitsBySize = new HashMap<>();
     }
-    long[] bits = bitsBySize.get(size);
+    String key = Long.toString(size);
+    String[] spec = files.get(key);
+    if (spec == null && name != null) {
+      key = key + "/" + name;
+      spec = files.get(key);
+    }
+    long[] bits = bitsBySize.get(key);
     if (bits == null) {
-      String[] spec = files.get(size);
       if (spec == null) {
         throw new IllegalStateException(CHANGED);
       }
@@ -76,7 +87,7 @@ final class DeleteBits implements Serializable {
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
-      bitsBySize.put(size, bits);
+      bitsBySize.put(key, bits);
     }
     return bits;
   }

@@ -1,6 +1,7 @@
 package ducklake.jvm;
 
 import java.io.Serializable;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
@@ -32,7 +33,8 @@ import scala.runtime.AbstractFunction1;
  * <p>The reader asks Spark's own Parquet reader for one more column, the position of each row
  * in its file ({@value #ROW_INDEX}, which that reader fills), tests each position against the
  * file's deleted bits and hands on the kept rows without that column: a columnar batch through
- * {@link FilteredVector}s that skip the deleted rows (no copy), a row by a projection. Without
+ * {@link FilteredVector}s that skip the deleted rows (no copy), a row by a projection. A read
+ * schema that names that column itself keeps it (scans that locate rows in their files). Without
  * the options it is Spark's Parquet source unchanged.
  */
 public final class DeletesParquetFormat extends ParquetFileFormat {
@@ -77,12 +79,16 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
       throw new IllegalArgumentException("DeletesParquetFormat reads no partition directories");
     }
     long snapshot = Long.parseLong(options.get(SNAPSHOT).get());
-    StructType positioned = requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
+    // a caller that reads the positions (to find rows in their files) keeps them
+    int asked = Arrays.asList(requiredSchema.fieldNames()).indexOf(ROW_INDEX);
+    StructType positioned =
+        asked >= 0 ? requiredSchema : requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
     Function1<PartitionedFile, Iterator<InternalRow>> read =
         super.buildReaderWithPartitionValues(
             session, dataSchema, partitionSchema, positioned, filters, options, hadoopConf);
+    int position = asked >= 0 ? asked : requiredSchema.length();
     return new SkippingReader(
-        read, new DeleteBits(spec.get(), snapshot, hadoopConf), requiredSchema);
+        read, new DeleteBits(spec.get(), snapshot, hadoopConf), requiredSchema, position);
   }
 
   /** Per file: Spark's reader of it, without the rows deleted. */
@@ -92,42 +98,51 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
     private final DeleteBits deletes;
     private final StructType schema;
+    private final int position;
 
     SkippingReader(
         Function1<PartitionedFile, Iterator<InternalRow>> read,
         DeleteBits deletes,
-        StructType schema) {
+        StructType schema,
+        int position) {
       this.read = read;
       this.deletes = deletes;
       this.schema = schema;
+      this.position = position;
     }
 
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
-      long[] bits = deletes.of(file.fileSize());
+      long[] bits = deletes.of(file.fileSize(), file.toPath().getName());
       @SuppressWarnings("unchecked") // Spark hands batches through an Iterator[InternalRow]
       Iterator<Object> items = (Iterator<Object>) (Iterator<?>) read.apply(file);
       @SuppressWarnings("unchecked")
-      Iterator<InternalRow> kept = (Iterator<InternalRow>) (Iterator<?>) new Kept(items, bits, schema);
+      Iterator<InternalRow> kept =
+          (Iterator<InternalRow>) (Iterator<?>) new Kept(items, bits, schema, position);
       return kept;
     }
   }
 
-  /** The items of one file's read without the deleted rows and the position column. */
+  /**
+   * The items of one file's read without the deleted rows, and without the position column
+   * unless the caller asked for it ({@code position} inside the schema's {@code width} columns).
+   */
   private static final class Kept extends AbstractIterator<Object> {
     private final Iterator<Object> items;
     private final long[] bits;
     private final StructType schema;
     private final int width;
+    private final int position;
     private int[] keep = new int[0];
     private UnsafeProjection project;
     private Object pending;
 
-    Kept(Iterator<Object> items, long[] bits, StructType schema) {
+    Kept(Iterator<Object> items, long[] bits, StructType schema, int position) {
       this.items = items;
       this.bits = bits;
       this.schema = schema;
       this.width = schema.length();
+      this.position = position;
     }
 
     @Override
@@ -142,7 +157,11 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
           return true;
         }
         InternalRow row = (InternalRow) item;
-        if (!DeleteBits.deleted(bits, row.getLong(width))) {
+        if (!DeleteBits.deleted(bits, row.getLong(position))) {
+          if (position < width) {
+            pending = row; // nothing to drop: Spark's row as its reader made it
+            return true;
+          }
           if (project == null) {
             project = UnsafeProjection.create(schema); // the first `width` columns
           }
@@ -165,7 +184,7 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
 
     private ColumnarBatch filter(ColumnarBatch batch) {
       int rows = batch.numRows();
-      ColumnVector positions = batch.column(width);
+      ColumnVector positions = batch.column(position);
       if (keep.length < rows) {
         keep = new int[rows];
       }
