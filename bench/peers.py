@@ -6,7 +6,9 @@ the same statements for each system, in one SparkSession:
 - scan: `select n, count(*), sum(d) group by n` over it;
 - MERGE of 1% of the rows (half updates of existing ids, half inserts of new ones),
   the updated ids spread over the table, then packed at its start (inside one file);
-- DELETE of 1% of the rows, spread (`id % 100 = 3`).
+- DELETE of 1% of the rows, spread (`id % 100 = 3`);
+- INSERT of 100 rows (`SELECT … FROM range(100)`) into a 1,000-row table, each system
+  5 x `--repeat` times (a small change: its cost is the statement's fixed overhead).
 Delta runs with deletion vectors on; Iceberg with format version 2 and merge-on-read
 for delete, update and merge. `ours_dv` is ours in a schema whose
 `write_deletion_vectors` option is on (puffin deletion vectors, not Parquet delete
@@ -315,6 +317,23 @@ def deleted_scan(
     report("scan, 10% deleted", scans, None, [("ours_dv", "iceberg"), ("ours_dv", "delta")])
 
 
+SMALL_INSERT = "INSERT INTO {t} SELECT id, concat('v', id), CAST(id % 7 AS INT) FROM range(100)"
+
+
+def small_insert(systems: Systems, repeat: int) -> None:
+    """INSERT of 100 rows into a small table: the fixed cost of one small change."""
+    spark = systems.spark
+    small = spark.range(1000).selectExpr("id", "concat('v', id) AS s", "CAST(id % 7 AS INT) AS n")
+    for system in SYSTEMS:
+        systems.write(system, "small", small)
+    runs = {s: (lambda s=s: systems.run(s, SMALL_INSERT, "small")) for s in SYSTEMS}
+    times = interleaved(runs, repeat * 5)
+    counts = {s: systems.read(s, "small").count() for s in SYSTEMS}
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"the systems disagree after the inserts: {counts}")
+    report("INSERT 100 rows", times, None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -325,8 +344,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["deleted-scan"],
-        help="only the scan of a table with 10%% of its rows deleted",
+        choices=["deleted-scan", "small-insert"],
+        help="only the scan of a table with 10%% of its rows deleted, or only the "
+        "INSERT of 100 rows",
     )
     parser.add_argument(
         "--profile",
@@ -360,7 +380,10 @@ def main() -> None:
             zstd_write(systems, df, added["iceberg"])
             scans = interleaved({s: (lambda s=s: result(s)) for s in SYSTEMS}, args.repeat)
             report("scan (group by)", scans, None)
-        deleted_scan(systems, fresh, result, args.repeat)
+        if args.only in (None, "small-insert"):
+            small_insert(systems, args.repeat)
+        if args.only in (None, "deleted-scan"):
+            deleted_scan(systems, fresh, result, args.repeat)
         operations = (
             ("MERGE 1% spread", MERGE, False),
             ("MERGE 1% clustered", MERGE, True),
