@@ -137,7 +137,6 @@ class _Source:
     def __init__(self, df: DataFrame):
         self.df = df
         self._asked = False
-        self.kept = False  # persisted (then SQL text must not name it: see `_matching`)
 
     def reused(self) -> DataFrame:
         """The source, for a read that is not its last."""
@@ -145,8 +144,12 @@ class _Source:
             self._asked = True
             if _costly(self.df):
                 self.df = self.df.persist()
-                self.kept = True
         return self.df
+
+    @property
+    def kept(self) -> bool:
+        """Persisted (then SQL text must not name it: see `_matching`)."""
+        return bool(self.df.is_cached)
 
 
 def _costly(df: DataFrame) -> bool:
