@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
-from pyspark.sql.classic.dataframe import DataFrame
 
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.dml import FEW_VICTIMS
@@ -17,6 +16,11 @@ from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
+
+try:  # the classic DataFrame's methods (Spark 4 moved them beside Connect's)
+    from pyspark.sql.classic.dataframe import DataFrame
+except ImportError:  # Spark 3.5
+    from pyspark.sql.dataframe import DataFrame  # type: ignore[assignment]
 
 ROWS = 1_000_000
 FILES = 20
@@ -40,7 +44,8 @@ def collected(monkeypatch) -> Iterator[list[int]]:
         monkeypatch.setattr(DataFrame, name, watched)
 
     for name in ("collect", "toPandas", "toArrow"):
-        watch(name)
+        if hasattr(DataFrame, name):  # Spark 3.5 has no toArrow
+            watch(name)
 
     def refuse(self, *args, **kwargs):
         raise AssertionError("toLocalIterator streams table rows to the driver")

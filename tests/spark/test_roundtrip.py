@@ -14,7 +14,8 @@ from pyspark.sql import Row
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.engine import create_table_as
 from dbt.adapters.ducklake.spark.errors import UnsupportedTypeError
-from dbt.adapters.ducklake.spark.scan import scan_table, time_text
+from dbt.adapters.ducklake.spark.read_values import time_text
+from dbt.adapters.ducklake.spark.scan import scan_table
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog

@@ -16,13 +16,19 @@ from pathlib import Path
 from typing import NamedTuple
 
 import duckdb
+import pytest
+from pyspark.sql import types as T
 
 from dbt.adapters.ducklake.lake import Lake
+from dbt.adapters.ducklake.spark.errors import UnsupportedTypeError
 from dbt.adapters.ducklake.spark.notices import take_notices
 from dbt.adapters.ducklake.spark.scan import scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from tests import duck
 from tests.conftest import Catalog
+
+# Spark 3.5 has no VARIANT type, and its Parquet library no GEOMETRY annotation
+SPARK_HAS_VARIANT = hasattr(T, "VariantType")
 
 UUID = "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"
 
@@ -244,6 +250,11 @@ def test_every_special_type_reads_and_writes_back_as_duckdb_reads_it(
     problems: list[tuple[str, str, object]] = []
     take_notices()
     for case, table in lakes.tables:
+        if case.name in ("variant", "geometry") and not SPARK_HAS_VARIANT:
+            needs = rf"type {case.name} needs Spark 4\.0 or later"
+            with pytest.raises(UnsupportedTypeError, match=needs):
+                scan_table(spark, lake, "main", table)
+            continue
         scan = scan_table(spark, lake, "main", table)
         spark_types = ",".join(f"{f.name}:{f.dataType.simpleString()}" for f in scan.schema[1:])
         if spark_types != case.spark:
@@ -278,6 +289,8 @@ def test_every_special_type_reads_and_writes_back_as_duckdb_reads_it(
     for where in ("main.f_timestamp_ns.n", "main.i_timestamp_ns.n", "main.f_nested_specials.s.n"):
         assert f"{where} is TIMESTAMP_NS" in said, said
     assert "dropping the last three digits" in said, said
+    if not SPARK_HAS_VARIANT:  # Spark 3.5: refused above, by name
+        return
     # and the VARIANT rule: a copy's integers take Spark's narrowest width
     assert "main.f_variant.v is VARIANT: Spark writes the integers" in said, said
     con = duck.connect()

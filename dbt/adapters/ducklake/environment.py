@@ -17,7 +17,6 @@ from typing import Any
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import VariantVal
 
 from .__version__ import version as adapter_version
 from .atomic import publish_mode, staged_lake
@@ -25,6 +24,7 @@ from .credentials import DucklakeCredentials
 from .lake import Infinite, Lake, LakeError, Snapshot
 from .spark.calls import CallRows, catalog_only_call
 from .spark.collect import collect_rows
+from .spark.compat import VARIANT_VALUES
 from .spark.engine import CommitInfo
 from .spark.errors import CallError, LakeSQLError
 from .spark.notices import take_notices
@@ -105,7 +105,8 @@ class LakeCursor:
 def _shown(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Values agate cannot take as text: DuckDB's `infinity` dates as DuckDB prints them
     (Python's date has no such value), variants as JSON."""
-    return [tuple(str(v) if isinstance(v, Infinite | VariantVal) else v for v in r) for r in rows]
+    as_text = (Infinite, *VARIANT_VALUES)
+    return [tuple(str(v) if isinstance(v, as_text) else v for v in r) for r in rows]
 
 
 class LakeHandle:

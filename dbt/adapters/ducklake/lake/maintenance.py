@@ -25,6 +25,7 @@ from .files import normalize_path
 from .models import DataFile, Snapshot, TableInfo
 from .options import INTERVAL_TEXT, parse_size, resolve_option
 from .reader import CatalogReader
+from .rows import live_at
 from .store import Store, snapshot_from_row
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
@@ -100,9 +101,7 @@ class FileGroup:
 
 
 def _column_signature(rows: Sequence[Any], snap: int) -> frozenset[tuple[Any, ...]]:
-    return frozenset(
-        (r.column_id, r.column_type, r.parent_column) for r in CatalogReader._rows_at(rows, snap)
-    )
+    return frozenset((r.column_id, r.column_type, r.parent_column) for r in live_at(rows, snap))
 
 
 def merge_groups(

@@ -46,6 +46,7 @@ from .rows import (
     data_file_from_row,
     decode_default,
     delete_file_from_row,
+    live_at,
     project,
 )
 from .store import Store, visible
@@ -243,16 +244,20 @@ class CatalogReader:
         """Highest column id the table ever used: new columns must never reuse one."""
         return max((r.column_id for r in self._column_rows(table_id)), default=0)
 
-    @staticmethod
-    def _rows_at(rows: Iterable[Any], snap: int) -> list[Any]:
-        return [
-            r
-            for r in rows
-            if r.begin_snapshot <= snap and (r.end_snapshot is None or r.end_snapshot > snap)
-        ]
+    def column_types_at(self, data_file_id: int, snaps: Iterable[int]) -> dict[int, dict[int, str]]:
+        """snapshot -> {column id: type} of the table of data file `data_file_id`: the
+        types its files begun at those snapshots were written with."""
+        rows = self._query(
+            f"SELECT c.column_id, c.begin_snapshot, c.end_snapshot, c.column_type FROM "
+            f"{self._t('ducklake_column')} c JOIN {self._t('ducklake_data_file')} d "
+            "ON d.table_id = c.table_id WHERE d.data_file_id = :fid",
+            fid=data_file_id,
+        )
+        at = {s: live_at(rows, s) for s in set(snaps)}
+        return {s: {r.column_id: r.column_type for r in live} for s, live in at.items()}
 
     def columns(self, table_id: int) -> list[Column]:
-        rows = self._rows_at(self._column_rows(table_id), self.snapshot_id)
+        rows = live_at(self._column_rows(table_id), self.snapshot_id)
         return build_column_tree(rows, self._column_comments(table_id))
 
     def all_columns(self) -> dict[int, list[Column]]:
@@ -526,7 +531,7 @@ class CatalogReader:
         out = []
         for r in rows:
             at = r.first_snapshot if r.first_snapshot is not None else self.snapshot_id
-            top = build_column_tree(self._rows_at(column_rows, at))
+            top = build_column_tree(live_at(column_rows, at))
             out.append(
                 InlinedDataTable(
                     r.table_name,
@@ -547,13 +552,13 @@ class CatalogReader:
         """
         out: list[InlinedRow] = []
         column_rows = self._column_rows(table_id)
-        current = build_column_tree(self._rows_at(column_rows, self.snapshot_id))
+        current = build_column_tree(live_at(column_rows, self.snapshot_id))
         for it in self.inlined_tables(table_id):
             cond = "begin_snapshot <= :snap"
             if not include_ended:
                 cond += " AND (end_snapshot IS NULL OR end_snapshot > :snap)"
             rows = self._query(f"SELECT * FROM {self._t(it.name)} WHERE {cond} ORDER BY row_id")
-            old = build_column_tree(self._rows_at(column_rows, it.first_snapshot))
+            old = build_column_tree(live_at(column_rows, it.first_snapshot))
             old_by_id = {c.column_id: (i, c) for i, c in enumerate(old)}
             for r in rows:
                 values = {}

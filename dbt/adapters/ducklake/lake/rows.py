@@ -38,6 +38,15 @@ def delete_file_from_row(r: Any, root: str) -> DeleteFile | None:
     )
 
 
+def live_at(rows: Iterable[Any], snap: int) -> list[Any]:
+    """The catalog rows (with begin/end snapshots) live at snapshot `snap`."""
+    return [
+        r
+        for r in rows
+        if r.begin_snapshot <= snap and (r.end_snapshot is None or r.end_snapshot > snap)
+    ]
+
+
 def build_column_tree(rows: Iterable[Any], comments: dict[int, str] | None = None) -> list[Column]:
     """Column rows of one table at one snapshot -> top-level columns with children."""
     comments = comments or {}

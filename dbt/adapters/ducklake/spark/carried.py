@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake import Infinite
+from .compat import micros_from_ntz, ntz_from_micros
 from .types import python_value
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -97,8 +98,7 @@ def from_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:
         return F.date_from_unix_date(value)
     if isinstance(dt, T.TimestampType):
         return F.timestamp_micros(value)
-    epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-    return F.timestamp_add("MICROSECOND", value, epoch)
+    return ntz_from_micros(value)
 
 
 def _maybe_from_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:
@@ -159,8 +159,7 @@ def to_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:
         return F.unix_date(value)
     if isinstance(dt, T.TimestampType):
         return F.unix_micros(value)
-    epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-    return F.timestamp_diff("MICROSECOND", epoch, value)
+    return micros_from_ntz(value)
 
 
 def _maybe_to_carried(value: SparkColumn, dt: T.DataType) -> SparkColumn:

@@ -18,6 +18,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from .compat import builds_from_arrow
+
 _ARROW_TYPES: dict[type[T.DataType], pa.DataType] = {
     T.BooleanType: pa.bool_(),
     T.ByteType: pa.int8(),
@@ -51,7 +53,7 @@ def arrow_frame(
 ) -> DataFrame | None:
     """`rows` as a `LocalRelation` (classic PySpark, a flat schema of plain types, values
     that convert exactly); None otherwise."""
-    if not hasattr(spark, "_jsparkSession"):
+    if not builds_from_arrow(spark):
         return None
     table = arrow_table(rows, schema)
     return None if table is None else spark.createDataFrame(table, schema)

@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
+from .compat import HAS_DATAFRAME_SUBQUERIES
 from .dml import few_victims, stage_deletes, target_rows
 from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows
 from .errors import MergeError
@@ -363,14 +364,14 @@ def _matching(spark: SparkSession, target: DataFrame, source: _Source, plan: _Pl
     sort-merge join that AQE turned into a broadcast only afterwards)."""
     t, s = plan.aliases.target, plan.aliases.source
     src = source.reused()
-    if plan.keys:
+    if plan.keys and HAS_DATAFRAME_SUBQUERIES:
         same = [
             F.col(f"{_quoted(s)}.{_quoted(s_col)}")
             == F.col(f"{_quoted(t)}.{_quoted(t_col)}").outer()
             for t_col, s_col in plan.keys
         ]
         return target.alias(t).where(src.alias(s).where(reduce(operator.and_, same)).exists())
-    if source.kept:
+    if source.kept or plan.keys:  # Spark 3.5: no DataFrame subqueries
         return target.alias(t).join(src.alias(s), F.expr(plan.on), "left_semi")
     escaped = plan.on.replace("{", "{{").replace("}", "}}")
     return spark.sql(

@@ -10,6 +10,7 @@ and maps as at the top level, so a nested UUID reads as a top-level one does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import time as dt_time
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +21,7 @@ from pyspark.sql import types as T
 
 from ..lake import Column
 from .carried import carried_columns, carried_form, carried_value, from_carried
+from .compat import ntz_from_micros
 from .local_rows import local_frame
 from .notices import notice
 from .types import PHYSICAL_READ
@@ -70,8 +72,7 @@ def _scalar(c: SparkColumn, col: Column) -> SparkColumn:
     if col.type in ("time", "timetz"):
         return _time_text(c)
     if col.type == "timestamp_ns":
-        epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
-        return F.timestamp_add("MICROSECOND", F.floor(c / 1000), epoch)
+        return ntz_from_micros(F.floor(c / 1000))
     if col.type in ("int128", "uint128"):
         return _wide_integer(c, col)
     if col.type == "uint64":
@@ -186,3 +187,40 @@ def inlined_frame(
             for i, f in enumerate(schema.fields)
         ]
     )
+
+
+_AS_TEXT = ("uuid", "time", "timetz", "interval")
+_AS_DECIMAL = ("uint64", "int128", "uint128")
+
+
+def spark_rows(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple[Any, ...]]:
+    """Inlined values as the Python values of the Spark types `types.spark_type` maps to."""
+    return [
+        tuple(_spark_value(c, v) for c, v in zip(columns, r, strict=False)) + r[len(columns) :]
+        for r in rows
+    ]
+
+
+def time_text(value: dt_time) -> str:
+    """A time as DuckDB prints it: fractional seconds without trailing zeros."""
+    text = value.replace(tzinfo=None).isoformat()
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _spark_value(col: Column, value: Any) -> Any:
+    if value is None:
+        return None
+    if col.type == "list":
+        return [_spark_value(col.children[0], v) for v in value]
+    if col.type == "struct":
+        return {c.name: _spark_value(c, value.get(c.name)) for c in col.children}
+    if col.type == "map":
+        key, item = col.children
+        return {_spark_value(key, k): _spark_value(item, v) for k, v in value.items()}
+    if col.type in ("time", "timetz") and isinstance(value, dt_time):
+        return time_text(value)
+    if col.type in _AS_TEXT:
+        return str(value)
+    if col.type in _AS_DECIMAL:
+        return Decimal(value)
+    return value

@@ -13,8 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from datetime import time as dt_time
-from decimal import Decimal
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -32,12 +31,13 @@ from ..lake import (
     StagedTable,
 )
 from .collect import collect_rows
+from .compat import has_deletes_reader
 from .defaults import Default, apply_defaults, column_defaults
 from .encrypted import file_keys, require_decryption
 from .kept_rows import DELETES_SOURCE, deletes_options, deletes_spec, kept_filter
 from .local_rows import local_frame
 from .prune import Predicate, may_match
-from .read_values import inlined_frame, logical_column, say_what_changes
+from .read_values import inlined_frame, logical_column, say_what_changes, spark_rows
 from .scan_deletes import deleted_rows, drop_deleted, row_numbering, use_masks
 from .scan_files import (
     FILE_ID_COL,
@@ -53,6 +53,7 @@ from .scan_files import (
     read_parquet,
     with_position,
 )
+from .stored_types import as_today, by_stored_types
 from .types import (
     FIELD_ID,
     ROW_ID_FIELD_ID,
@@ -215,43 +216,6 @@ def _count_scan(
         )
 
 
-_AS_TEXT = ("uuid", "time", "timetz", "interval")
-_AS_DECIMAL = ("uint64", "int128", "uint128")
-
-
-def spark_rows(rows: list[tuple[Any, ...]], columns: Sequence[Column]) -> list[tuple[Any, ...]]:
-    """Inlined values as the Python values of the Spark types `types.spark_type` maps to."""
-    return [
-        tuple(_spark_value(c, v) for c, v in zip(columns, r, strict=False)) + r[len(columns) :]
-        for r in rows
-    ]
-
-
-def time_text(value: dt_time) -> str:
-    """A time as DuckDB prints it: fractional seconds without trailing zeros."""
-    text = value.replace(tzinfo=None).isoformat()
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _spark_value(col: Column, value: Any) -> Any:
-    if value is None:
-        return None
-    if col.type == "list":
-        return [_spark_value(col.children[0], v) for v in value]
-    if col.type == "struct":
-        return {c.name: _spark_value(c, value.get(c.name)) for c in col.children}
-    if col.type == "map":
-        key, item = col.children
-        return {_spark_value(key, k): _spark_value(item, v) for k, v in value.items()}
-    if col.type in ("time", "timetz") and isinstance(value, dt_time):
-        return time_text(value)
-    if col.type in _AS_TEXT:
-        return str(value)
-    if col.type in _AS_DECIMAL:
-        return Decimal(value)
-    return value
-
-
 def read_files(
     spark: SparkSession,
     cat: CatalogReader,
@@ -271,6 +235,28 @@ def read_files(
     for no per-file columns, and so are those needing only their deletes where the JVM
     reader skips them (`kept_rows`); only the others are matched to their file.
     """
+    args = (file_stats, inlined_deletes, snap, lineage, positions, metrics)
+    eras = by_stored_types(spark, cat, columns, files)
+    if eras is None:
+        return _read_as_stored(spark, cat, columns, files, *args)
+    # Spark 3.5 and files written before a type promotion: a read per set of types
+    reads = [as_today(_read_as_stored(spark, cat, c, f, *args), columns) for c, f in eras]
+    return reduce(DataFrame.unionByName, reads)
+
+
+def _read_as_stored(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: Sequence[Column],
+    files: Sequence[DataFile],
+    file_stats: dict[int, Any],
+    inlined_deletes: Sequence[Any],
+    snap: int | None,
+    lineage: bool,
+    positions: bool,
+    metrics: ScanMetrics | None,
+) -> DataFrame:
+    """read_files for files whose Parquet types this session reads as `columns`' types."""
     defaults = column_defaults(columns)
     plain: list[DataFile] = []
     deleting: list[DataFile] = []
@@ -324,6 +310,8 @@ def _reader_options(
     file (read by a scan of its own), or a column named as Spark's row-position field
     (it would be taken for the positions)."""
     if snap is None or any(f.mapping_id is not None for f in files):
+        return None
+    if not has_deletes_reader(spark):
         return None
     if any(c.name.lower() == ROW_INDEX for c in columns):
         return None

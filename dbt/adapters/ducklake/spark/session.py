@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .compat import version_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
 from .shipping import is_local_master, ship_engine
@@ -101,7 +102,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
-        require_spark_4("pyspark", _pyspark_version())
+        require_supported_spark("pyspark", _pyspark_version())
         local = config.local
         python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
         if python:
@@ -133,7 +134,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         session = builder.getOrCreate()
         if config.remote:
             # the server's Spark, which may differ from this client's
-            require_spark_4(f"the Spark Connect server {config.remote}", session.version)
+            require_supported_spark(f"the Spark Connect server {config.remote}", session.version)
             # Spark Connect sessions take SQL configs at runtime
             for key, value in REQUIRED_CONF.items():
                 session.conf.set(key, value)
@@ -146,10 +147,8 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
-# Spark 3.5 reads no Parquet file written before a DuckLake type promotion (INT32 into
-# a BIGINT column: Spark 4.0 widens in its reader), builds no DataFrame from an Arrow
-# table, and has no `pyspark.sql.classic`: refused by name rather than half working.
-OLDEST_SPARK = (4, 0)
+# The oldest Spark line tested (3.5: spark/compat.py takes its other paths)
+OLDEST_SPARK = (3, 5)
 
 
 def _pyspark_version() -> str:
@@ -158,14 +157,12 @@ def _pyspark_version() -> str:
     return pyspark.__version__
 
 
-def require_spark_4(what: str, version: str) -> None:
+def require_supported_spark(what: str, version: str) -> None:
     """Refuse a Spark older than OLDEST_SPARK, naming the version found."""
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts < OLDEST_SPARK:
+    if version_of(version) < OLDEST_SPARK:
         raise SessionConfigError(
-            f"{what} is Spark {version}; dbt-ducklake needs Spark 4.0 or later (tested: "
-            "4.0, 4.1, 4.2 and 4.3). Spark 3.5 cannot read Parquet files written before "
-            "a DuckLake type promotion, nor build DataFrames from Arrow tables"
+            f"{what} is Spark {version}; dbt-ducklake needs Spark 3.5 or later (tested: "
+            "3.5, 4.0, 4.1, 4.2 and 4.3)"
         )
 
 

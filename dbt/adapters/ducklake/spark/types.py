@@ -25,6 +25,7 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from ..lake import Column, ColumnSpec, decimal_params, is_decimal
+from .compat import CLIENT_IS_SPARK_4
 from .errors import UnsupportedTypeError
 
 FIELD_ID = "parquet.field.id"
@@ -110,6 +111,17 @@ def spark_type(col: Column, *, reading: bool = False) -> T.DataType:
         raise UnsupportedTypeError(
             f"column {col.name!r}: DuckLake interval values cannot be read by Spark yet; "
             "cast the column to VARCHAR in DuckDB or leave it out of the scan"
+        )
+    if col.type == "geometry" and not CLIENT_IS_SPARK_4:
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: DuckLake type geometry needs Spark 4.0 or later (the "
+            "Parquet library of Spark 3.5 cannot read a file with DuckDB's GEOMETRY "
+            "annotation, whichever columns are read); cast it to BLOB in DuckDB or use Spark 4"
+        )
+    if col.type == "variant" and "variant" not in _TO_SPARK:
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: DuckLake type variant needs Spark 4.0 or later "
+            "(Spark 3.5 has no VARIANT type); cast it to VARCHAR in DuckDB or leave it out"
         )
     if col.type not in _TO_SPARK:
         raise UnsupportedTypeError(

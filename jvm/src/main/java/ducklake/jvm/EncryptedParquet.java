@@ -139,11 +139,25 @@ public final class EncryptedParquet {
     column.setTotal_compressed_size(bytes);
     column.unsetIndex_page_offset();
     column.unsetBloom_filter_offset();
-    column.unsetBloom_filter_length();
+    if (HAS_BLOOM_FILTER_LENGTH) {
+      column.unsetBloom_filter_length();
+    }
     chunk.unsetColumn_index_offset();
     chunk.unsetColumn_index_length();
     chunk.unsetOffset_index_offset();
     chunk.unsetOffset_index_length();
+  }
+
+  /** Parquet's format classes gained the field in 1.14; Spark 3.5 ships 1.13. */
+  private static final boolean HAS_BLOOM_FILTER_LENGTH = hasMethod("unsetBloom_filter_length");
+
+  private static boolean hasMethod(String name) {
+    try {
+      ColumnMetaData.class.getMethod(name);
+      return true;
+    } catch (NoSuchMethodException e) {
+      return false;
+    }
   }
 
   private static boolean hasDictionary(ColumnMetaData column) {
