@@ -159,7 +159,7 @@ def spark():
 
     time.tzset()
     from dbt.adapters.ducklake.spark.session import SessionConfig, get_session, stop_session
-    from dbt.adapters.ducklake.storage import s3_jars, with_s3_jars
+    from dbt.adapters.ducklake.storage import cache_fits, s3_jars, with_s3_jars
 
     conf = {
         **SMALL_DATA_CONF,
@@ -168,8 +168,11 @@ def spark():
     }
     # experiments: extra session settings as JSON (e.g. to time a planner option)
     conf.update(json.loads(os.environ.get("DUCKLAKE_TEST_SPARK_CONF", "{}")))
-    # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches them
-    session = get_session(SessionConfig(master="local[2]", conf=with_s3_jars(conf, s3_jars())))
+    # S3A (tests/spark/test_s3.py) needs its jars from the start: `./dev jars` fetches
+    # them for the default pyspark (another Spark line's smoke runs no S3 test)
+    if cache_fits(s3_jars()):
+        conf = with_s3_jars(conf, s3_jars())
+    session = get_session(SessionConfig(master="local[2]", conf=conf))
     session.sparkContext.setLogLevel("ERROR")
     yield session
     stop_session()

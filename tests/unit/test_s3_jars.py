@@ -46,3 +46,13 @@ def test_a_profile_naming_hadoop_aws_is_left_as_it_is() -> None:
     assert with_s3_jars(pinned, []) == pinned
     listed = {"spark.jars": "/opt/hadoop-aws-3.4.1.jar"}
     assert with_s3_jars(listed, []) == listed
+
+
+def test_a_jar_cache_of_another_hadoop_is_passed_over() -> None:
+    ours = _pyspark_hadoop()
+    matching = [f"/c/s3/hadoop-aws-{ours}.jar", "/c/s3/bundle-2.35.4.jar"]
+    assert with_s3_jars({}, matching)["spark.jars"] == ",".join(matching)
+    other = ["/c/s3/hadoop-aws-2.7.7.jar", "/c/s3/bundle-2.35.4.jar"]
+    conf = with_s3_jars({}, other)
+    assert "spark.jars" not in conf
+    assert conf["spark.jars.packages"] == f"org.apache.hadoop:hadoop-aws:{ours}"

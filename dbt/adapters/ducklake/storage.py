@@ -46,14 +46,24 @@ def with_s3_jars(conf: Mapping[str, Any], jars: list[str]) -> dict[str, str]:
     packages = out.get("spark.jars.packages", "")
     if "hadoop-aws" in given or "hadoop-aws" in packages:
         return out
-    if jars:
+    package = hadoop_aws_package()
+    if jars and cache_fits(jars, package):
         out["spark.jars"] = ",".join([*(j for j in given.split(",") if j), *jars])
         return out
-    package = hadoop_aws_package()
     if package is not None:
         log.info("S3: Spark fetches %s (spark.jars.packages) at start", package)
         out["spark.jars.packages"] = ",".join([*(p for p in packages.split(",") if p), package])
     return out
+
+
+def cache_fits(jars: list[str], package: str | None = None) -> bool:
+    """Whether the cache's hadoop-aws is the version pyspark's Hadoop needs (a cache
+    made for another pyspark line is passed over: S3A must equal Hadoop's client)."""
+    package = package or hadoop_aws_package()
+    cached = [os.path.basename(j) for j in jars if os.path.basename(j).startswith("hadoop-aws-")]
+    if package is None or not cached:
+        return True
+    return cached[0] == f"hadoop-aws-{package.rsplit(':', 1)[1]}.jar"
 
 
 def hadoop_aws_package(spark_jars: str | None = None) -> str | None:

@@ -29,6 +29,7 @@ from ..lake import (
     duckdb_type,
     is_decimal,
 )
+from .compat import tree_string
 from .errors import CatalogQueryError
 from .local_rows import local_frame
 from .types import ducklake_spec, spark_type
@@ -439,7 +440,7 @@ def _information(
     for the relation type and columns."""
     lines = [f"{k}: {v}" for k, v in _details(cat, catalog_name, r)]
     schema = T.StructType(_fields(spark, lake, cat, r))
-    lines.append("Schema: " + schema.treeString().rstrip("\n"))
+    lines.append("Schema: " + tree_string(spark, schema).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

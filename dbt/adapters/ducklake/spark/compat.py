@@ -8,10 +8,13 @@ takes another path for each here: same results, sometimes a slower plan.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyspark
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 
 def version_of(text: str) -> tuple[int, int]:
@@ -33,22 +36,49 @@ try:
 except ImportError:  # Spark 3.5 has no VARIANT type
     VARIANT_VALUES = ()
 
+# Spark 3.5's vectorized reader of nested columns fails on a struct field a file lacks
+# (a field added later, matched by field id): its rows path reads them right
+SPARK_3_DEFAULTS = (
+    {} if CLIENT_IS_SPARK_4 else {"spark.sql.parquet.enableNestedColumnVectorizedReader": "false"}
+)
+
 _EPOCH = "1970-01-01 00:00:00"
+
+
+_DAY = 86_400_000_000  # microseconds
 
 
 def ntz_from_micros(micros: SparkColumn) -> SparkColumn:
     """A TIMESTAMP_NTZ `micros` microseconds after 1970-01-01 00:00:00."""
     if hasattr(F, "timestamp_add"):
         return F.timestamp_add("MICROSECOND", micros, F.lit(_EPOCH).cast("timestamp_ntz"))
-    # the session's time zone is UTC (session.REQUIRED_CONF): the instant's wall time
-    return F.timestamp_micros(micros).cast("timestamp_ntz")
+    # Spark 3.5: from the day and the time of day, whatever the session's time zone
+    # (pmod stays in longs: a double quotient rounds micros near the year 9999 up)
+    rest = F.pmod(micros, F.lit(_DAY))
+    day = F.date_from_unix_date(((micros - rest) / _DAY).cast("int"))
+    minutes = (rest - F.pmod(rest, F.lit(60_000_000))) / 60_000_000  # exact: below 2^53
+    seconds = (F.pmod(rest, F.lit(60_000_000)) / F.lit(1_000_000)).cast("decimal(8,6)")
+    return F.make_timestamp_ntz(
+        F.year(day),
+        F.month(day),
+        F.dayofmonth(day),
+        F.floor(minutes / 60),
+        F.pmod(minutes.cast("int"), F.lit(60)),
+        seconds,
+    )
 
 
 def micros_from_ntz(value: SparkColumn) -> SparkColumn:
     """Microseconds from 1970-01-01 00:00:00 to a TIMESTAMP_NTZ."""
     if hasattr(F, "timestamp_diff"):
         return F.timestamp_diff("MICROSECOND", F.lit(_EPOCH).cast("timestamp_ntz"), value)
-    return F.unix_micros(value.cast("timestamp"))  # UTC session, as above
+    seconds = F.date_part(F.lit("SECOND"), value)  # decimal(8,6): with the fraction
+    return (
+        F.unix_date(value.cast("date")).cast("long") * _DAY
+        + F.hour(value).cast("long") * 3_600_000_000
+        + F.minute(value).cast("long") * 60_000_000
+        + (seconds * 1_000_000).cast("long")
+    )
 
 
 def reader_widens(spark: SparkSession) -> bool:
@@ -66,3 +96,19 @@ def has_deletes_reader(spark: SparkSession) -> bool:
     """Whether the adapter's Parquet reader that skips deleted rows can run: it extends
     Spark 4's Parquet format (built against 4.0, Scala 2.13)."""
     return version_of(spark.version) >= (4, 0)
+
+
+def tree_string(spark: SparkSession, schema: T.StructType) -> str:
+    """Spark's printed tree of a schema (`root` / ` |-- id: long (nullable = true)`)."""
+    if hasattr(schema, "treeString"):
+        return str(schema.treeString())
+    # PySpark 3.5: the JVM prints it (classic sessions only reach here)
+    jvm: Any = spark._jvm
+    return str(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).treeString())
+
+
+def scala_seq(jvm: Any, jlist: Any) -> Any:
+    """A Scala Seq of a java.util.List, in Scala 2.13 (Spark 4) or 2.12 (Spark 3.5)."""
+    if CLIENT_IS_SPARK_4:
+        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
+    return jvm.scala.collection.JavaConverters.asScalaBufferConverter(jlist).asScala().toSeq()

@@ -22,6 +22,8 @@ from pyspark.sql import functions as F
 
 from ..lake import STAGING_PREFIX, Column, is_decimal, is_url
 from .arrow import FooterTask, WriteOptions, file_facts, nan_from_footer
+from .compat import CLIENT_IS_SPARK_4
+from .notices import notice
 from .types import FIELD_ID, ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_type
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -138,6 +140,11 @@ def write_native(
 
 
 def _parquet_writer(out: DataFrame, options: WriteOptions, rows_per_file: int) -> Any:
+    if options.row_group_size != WriteOptions.row_group_size and not CLIENT_IS_SPARK_4:
+        notice(
+            f"parquet_row_group_size {options.row_group_size} is not applied: Spark 3.5's "
+            "Parquet writer (parquet-mr 1.13) has no row count limit; it needs Spark 4.0"
+        )
     return (
         out.write.option("compression", _CODECS[options.compression])
         .option("maxRecordsPerFile", str(rows_per_file))

@@ -31,7 +31,7 @@ from ..lake import (
     StagedTable,
 )
 from .collect import collect_rows
-from .compat import has_deletes_reader
+from .compat import has_deletes_reader, reader_widens
 from .defaults import Default, apply_defaults, column_defaults
 from .encrypted import file_keys, require_decryption
 from .kept_rows import DELETES_SOURCE, deletes_options, deletes_spec, kept_filter
@@ -480,6 +480,7 @@ def _read_mapped(
 ) -> DataFrame:
     """Files without field ids: read each column by the name its mapping gives it."""
     entry_field = {m.column_id: m.target_field_id for m in mapping}
+    stored = _stored_types(spark, paths, keys)
     by_field: dict[tuple[int | None, int], NameMap] = {}
     for m in mapping:
         parent = entry_field.get(m.parent_column) if m.parent_column is not None else None
@@ -490,6 +491,8 @@ def _read_mapped(
         if entry is None or entry.is_partition:
             return None
         dt = spark_schema([col], reading=True)[0].dataType
+        if parent is None and not col.children and entry.source_name in stored:
+            dt = stored[entry.source_name]  # Spark 3.5: read as stored, cast below
         if col.type == "struct":
             kids = [(field(c, col.column_id), c) for c in col.children]
             dt = T.StructType(
@@ -523,13 +526,28 @@ def _read_mapped(
         else:
             value = F.lit(None).cast(target)
         select.append(value.alias(c.name))
-    select += [
+    return df.select(*select, *_located_without_lineage())
+
+
+def _located_without_lineage() -> list[SparkColumn]:
+    """A name-mapped file's rows have no stored row ids or snapshots; path and position
+    locate them."""
+    return [
         F.lit(None).cast("bigint").alias(ROW_ID),
         F.lit(None).cast("bigint").alias(ROW_SNAPSHOT),
         F.col("__ducklake_path"),
         F.col(POS_KEY),
     ]
-    return df.select(*select)
+
+
+def _stored_types(
+    spark: SparkSession, paths: list[str], keys: Mapping[str, str]
+) -> dict[str, T.DataType]:
+    """Top-level Parquet types of a name-mapped file (its footer, on the driver), where
+    this Spark's reader does not widen them itself; {} where it does."""
+    if reader_widens(spark) or keys:
+        return {}
+    return {f.name: f.dataType for f in spark.read.parquet(paths[0]).schema.fields}
 
 
 def read_back(

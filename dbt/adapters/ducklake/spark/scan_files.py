@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .compat import scala_seq
 from .encrypted import keyed_read_options
 from .errors import ReservedColumnError
 from .local_rows import local_frame
@@ -130,7 +131,7 @@ def _jvm_seq(jvm: Any, paths: Sequence[str]) -> Any:
         .splitAsStream(joined)
         .collect(jvm.java.util.stream.Collectors.toList())
     )
-    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(jlist).toSeq()
+    return scala_seq(jvm, jlist)
 
 
 def _norm(path: str) -> str:

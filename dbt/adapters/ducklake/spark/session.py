@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .compat import version_of
+from .compat import SPARK_3_DEFAULTS, version_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
 from .shipping import is_local_master, ship_engine
@@ -44,6 +44,8 @@ DEFAULT_CONF: dict[str, str] = {
     # partition values of time transforms and TIMESTAMP rendering are evaluated in the
     # session time zone; UTC makes them match DuckDB's defaults
     "spark.sql.session.timeZone": "UTC",
+    # failing casts and overflows raise, as in DuckDB (Spark 4's default; 3.5's is off)
+    "spark.sql.ansi.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     # DuckLake hands Spark the exact file list of a snapshot; a distributed listing job
     # for it costs seconds on local disks (lower this for object stores with slow HEADs)
@@ -109,7 +111,12 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
             os.environ["PYSPARK_PYTHON"] = python
         if not local:
             check_reachable(config.remote or config.master or "")
-        settings = {**DEFAULT_CONF, **{k: str(v) for k, v in config.conf.items()}, **REQUIRED_CONF}
+        settings = {
+            **DEFAULT_CONF,
+            **SPARK_3_DEFAULTS,
+            **{k: str(v) for k, v in config.conf.items()},
+            **REQUIRED_CONF,
+        }
         if not config.remote:
             settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
             settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
