@@ -53,9 +53,10 @@ def ntz_from_micros(micros: SparkColumn) -> SparkColumn:
     if hasattr(F, "timestamp_add"):
         return F.timestamp_add("MICROSECOND", micros, F.lit(_EPOCH).cast("timestamp_ntz"))
     # Spark 3.5: from the day and the time of day, whatever the session's time zone
-    # (pmod stays in longs: a double quotient rounds micros near the year 9999 up)
+    # (exact: a double quotient rounds micros near the year 9999 up, and the first day's
+    # start lies below the smallest long)
     rest = F.pmod(micros, F.lit(_DAY))
-    day = F.date_from_unix_date(((micros - rest) / _DAY).cast("int"))
+    day = F.date_from_unix_date(((micros.cast("decimal(20,0)") - rest) / _DAY).cast("int"))
     minutes = (rest - F.pmod(rest, F.lit(60_000_000))) / 60_000_000  # exact: below 2^53
     seconds = (F.pmod(rest, F.lit(60_000_000)) / F.lit(1_000_000)).cast("decimal(8,6)")
     return F.make_timestamp_ntz(
@@ -73,12 +74,14 @@ def micros_from_ntz(value: SparkColumn) -> SparkColumn:
     if hasattr(F, "timestamp_diff"):
         return F.timestamp_diff("MICROSECOND", F.lit(_EPOCH).cast("timestamp_ntz"), value)
     seconds = F.date_part(F.lit("SECOND"), value)  # decimal(8,6): with the fraction
+    # in decimals: the earliest day's start lies below the smallest long
+    wide = "decimal(20,0)"
     return (
-        F.unix_date(value.cast("date")).cast("long") * _DAY
-        + F.hour(value).cast("long") * 3_600_000_000
-        + F.minute(value).cast("long") * 60_000_000
-        + (seconds * 1_000_000).cast("long")
-    )
+        F.unix_date(value.cast("date")).cast(wide) * _DAY
+        + F.hour(value).cast(wide) * 3_600_000_000
+        + F.minute(value).cast(wide) * 60_000_000
+        + (seconds * 1_000_000).cast(wide)
+    ).cast("long")
 
 
 def reader_widens(spark: SparkSession) -> bool:

@@ -112,6 +112,12 @@ def spark_type(col: Column, *, reading: bool = False) -> T.DataType:
             f"column {col.name!r}: DuckLake interval values cannot be read by Spark yet; "
             "cast the column to VARCHAR in DuckDB or leave it out of the scan"
         )
+    if col.type == "uuid" and col.parent_id is not None and not CLIENT_IS_SPARK_4:
+        raise UnsupportedTypeError(
+            f"column {col.name!r}: a UUID inside a STRUCT, LIST or MAP needs Spark 4.0 or "
+            "later (Spark 3.5 reads nested columns by rows, whose Parquet schema reader "
+            "refuses DuckDB's UUID annotation); cast it to VARCHAR in DuckDB or use Spark 4"
+        )
     if col.type == "geometry" and not CLIENT_IS_SPARK_4:
         raise UnsupportedTypeError(
             f"column {col.name!r}: DuckLake type geometry needs Spark 4.0 or later (the "
