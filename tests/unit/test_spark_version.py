@@ -31,3 +31,13 @@ def test_tested_lines_pass(version: str) -> None:
 )
 def test_versions_parse_to_major_and_minor(text: str, parsed: tuple[int, int]) -> None:
     assert version_of(text) == parsed
+
+
+@pytest.mark.parametrize("version", ["3.5.0", "3.5.9"])
+def test_spark_connect_before_4_is_refused_naming_the_other_way(version: str) -> None:
+    with pytest.raises(SessionConfigError) as refused:
+        require_supported_spark("the Spark Connect server sc://x:15002", version, connect=True)
+    text = str(refused.value)
+    assert f"is Spark {version}" in text and "Spark Connect needs Spark 4.0" in text
+    assert "use spark_master" in text
+    require_supported_spark("the Spark Connect server sc://x:15002", "4.0.5", connect=True)

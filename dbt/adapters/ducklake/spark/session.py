@@ -104,7 +104,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
-        require_supported_spark("pyspark", _pyspark_version())
+        require_supported_spark("pyspark", _pyspark_version(), connect=bool(config.remote))
         local = config.local
         python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
         if python:
@@ -141,7 +141,8 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         session = builder.getOrCreate()
         if config.remote:
             # the server's Spark, which may differ from this client's
-            require_supported_spark(f"the Spark Connect server {config.remote}", session.version)
+            server = f"the Spark Connect server {config.remote}"
+            require_supported_spark(server, session.version, connect=True)
             # Spark Connect sessions take SQL configs at runtime
             for key, value in REQUIRED_CONF.items():
                 session.conf.set(key, value)
@@ -164,12 +165,19 @@ def _pyspark_version() -> str:
     return pyspark.__version__
 
 
-def require_supported_spark(what: str, version: str) -> None:
-    """Refuse a Spark older than OLDEST_SPARK, naming the version found."""
+def require_supported_spark(what: str, version: str, *, connect: bool = False) -> None:
+    """Refuse a Spark older than OLDEST_SPARK, or than 4.0 through Spark Connect (not
+    tested on 3.5), naming the version found."""
     if version_of(version) < OLDEST_SPARK:
         raise SessionConfigError(
             f"{what} is Spark {version}; dbt-ducklake needs Spark 3.5 or later (tested: "
             "3.5, 4.0, 4.1, 4.2 and 4.3)"
+        )
+    if connect and version_of(version) < (4, 0):
+        raise SessionConfigError(
+            f"{what} is Spark {version}; dbt-ducklake through Spark Connect needs Spark "
+            "4.0 or later on both ends (tested: 4.0 to 4.3); with Spark 3.5 use "
+            "spark_master (local or a cluster)"
         )
 
 
