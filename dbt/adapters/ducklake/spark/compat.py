@@ -84,10 +84,21 @@ def micros_from_ntz(value: SparkColumn) -> SparkColumn:
     ).cast("long")
 
 
+_lines: dict[int, tuple[int, int]] = {}
+
+
+def spark_line(spark: SparkSession) -> tuple[int, int]:
+    """(major, minor) of the session's Spark (a Connect server's own), asked once."""
+    line = _lines.get(id(spark))
+    if line is None:
+        line = _lines[id(spark)] = version_of(spark.version)
+    return line
+
+
 def reader_widens(spark: SparkSession) -> bool:
     """Whether this session's Parquet readers read a file's narrower stored type as the
     column's wider one (Spark 4.0; 3.5 refuses the file)."""
-    return version_of(spark.version) >= (4, 0)
+    return spark_line(spark) >= (4, 0)
 
 
 def builds_from_arrow(spark: SparkSession) -> bool:
@@ -98,7 +109,7 @@ def builds_from_arrow(spark: SparkSession) -> bool:
 def has_deletes_reader(spark: SparkSession) -> bool:
     """Whether the adapter's Parquet reader that skips deleted rows can run: it extends
     Spark 4's Parquet format (built against 4.0, Scala 2.13)."""
-    return version_of(spark.version) >= (4, 0)
+    return spark_line(spark) >= (4, 0)
 
 
 def tree_string(spark: SparkSession, schema: T.StructType) -> str:
