@@ -16,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .class_archive import with_class_archive
 from .compat import SPARK_3_DEFAULTS, version_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
@@ -120,6 +121,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if not config.remote:
             settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
             settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
+            settings = with_class_archive(settings)
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
             builder = builder.remote(config.remote)
@@ -151,6 +153,11 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         _session, _session_config = session, config
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
+
+
+def session_started() -> bool:
+    """Whether this process's SparkSession exists (or is being built)."""
+    return _session is not None or _lock.locked()
 
 
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
