@@ -24,6 +24,7 @@ from pyspark.errors import PySparkException
 from .credentials import DucklakeCredentials
 from .environment import LakeHandle
 from .lake import LakeError
+from .prestart import prestart_spark
 from .spark.errors import spark_error_text
 
 logger = AdapterLogger("DuckLake")
@@ -31,6 +32,12 @@ logger = AdapterLogger("DuckLake")
 
 class DucklakeConnectionManager(SQLConnectionManager):
     TYPE = "ducklake"
+
+    def __init__(self, profile: Any, mp_context: Any) -> None:
+        super().__init__(profile, mp_context)
+        # dbt builds this when it loads the adapter, before it parses the project
+        if isinstance(profile.credentials, DucklakeCredentials):
+            prestart_spark(profile.credentials)
 
     def add_query(self, sql: str, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
         connection = self.get_thread_connection()

@@ -50,6 +50,8 @@ class DucklakeCredentials(Credentials):
     encrypted: bool = False
     # delete files as deletion vectors where the lake sets no write_deletion_vectors
     write_deletion_vectors: bool | None = None
+    # commands that run nodes start Spark (and, local, warm it) while dbt parses
+    spark_prestart: bool = True
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -78,6 +80,7 @@ class DucklakeCredentials(Credentials):
             "publish",
             "encrypted",
             "write_deletion_vectors",
+            "spark_prestart",
         )
 
     @classmethod

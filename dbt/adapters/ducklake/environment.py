@@ -30,11 +30,12 @@ from .spark.errors import CallError, LakeSQLError
 from .spark.notices import take_notices
 from .spark.session import cancel_jobs, get_session, label_jobs
 from .spark.sql import LakeSQL
+from .spark.warm import give_way
 from .staged_node import StagedNode
 from .storage import apply_s3, uses_s3
 
 logger = AdapterLogger("DuckLake")
-_OPENING = threading.Lock()
+OPENING = threading.Lock()
 _CANCEL_WINDOW_S = 120.0  # how long a cancelled statement's new jobs keep being stopped
 
 
@@ -118,22 +119,11 @@ class LakeHandle:
         self.job_group = "dbt"  # the dbt connection's name once it runs SQL
         self.busy = threading.Event()  # a statement is running
         self.cancelled = threading.Event()
-        location = credentials.location()
-        if location.backend == "sqlite" and credentials.data_path:
-            # the embedded default: a new project's lake folder is created on first use
-            os.makedirs(os.path.dirname(os.path.abspath(location.sqlite_path)), exist_ok=True)
 
         def open_real() -> Lake:
-            return Lake.open(
-                location,
-                data_path=credentials.data_path,
-                metadata_schema=credentials.metadata_schema,
-                files=credentials.file_io(),
-                override_data_path=credentials.override_data_path,
-                encrypted=credentials.encrypted,
-            )
+            return open_lake(credentials)
 
-        with _OPENING:  # dbt threads open connections together; one creates the lake
+        with OPENING:  # dbt threads open connections together; one creates the lake
             # the catalog first: a wrong URL fails in a second, before a JVM starts
             mode = publish_mode(credentials.publish)
             staged = staged_lake(mode, dbt_command(), open_real)
@@ -159,8 +149,9 @@ class LakeHandle:
         work (run-operation ducklake_snapshots, listing relations) never waits for a JVM."""
         with self._starting:
             if self._spark is None:
+                give_way()  # a background warm-up stops: this statement needs Spark
                 config = self.credentials.session_config(self._lake.data_path)
-                spark = get_session(replace(config, console_log=_spark_console_log()))
+                spark = get_session(replace(config, console_log=spark_console_log()))
                 if uses_s3(self._lake.data_path):
                     apply_s3(spark, self._lake.files.s3)
                 self._spark = spark
@@ -308,6 +299,22 @@ class LakeHandle:
         self.rollback()
 
 
+def open_lake(credentials: DucklakeCredentials) -> Lake:
+    """The profile's lake itself (not a staging copy)."""
+    location = credentials.location()
+    if location.backend == "sqlite" and credentials.data_path:
+        # the embedded default: a new project's lake folder is created on first use
+        os.makedirs(os.path.dirname(os.path.abspath(location.sqlite_path)), exist_ok=True)
+    return Lake.open(
+        location,
+        data_path=credentials.data_path,
+        metadata_schema=credentials.metadata_schema,
+        files=credentials.file_io(),
+        override_data_path=credentials.override_data_path,
+        encrypted=credentials.encrypted,
+    )
+
+
 def dbt_command() -> str | None:
     """The dbt command this process runs (`build`, `run`, `seed`, …), which commit
     messages name; None outside a dbt invocation."""
@@ -332,7 +339,7 @@ def commit_extra_info(target: str | None, **fields: Any) -> str:
     return json.dumps(extra, sort_keys=True)
 
 
-def _spark_console_log() -> str | None:
+def spark_console_log() -> str | None:
     """Spark's console goes to `<log-path>/spark.log` unless dbt runs with --debug,
     so dbt's output holds dbt's lines only."""
     from dbt.flags import get_flags

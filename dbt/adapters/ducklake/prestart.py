@@ -1,0 +1,60 @@
+"""Spark started while dbt parses: a dbt command is a new process, and its first node
+would otherwise wait for the JVM (seconds) and then for the first use of each code path
+(more seconds). Commands that run nodes start the session in the background as soon as
+dbt loads the adapter, and in local mode run dbt's usual statements once on a throwaway
+lake (`spark/warm.py`). Metadata-only commands (`run-operation`, `ls`, `parse`, `docs`,
+`debug`) never start a JVM. The profile's `spark_prestart: false` turns this off.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from .credentials import DucklakeCredentials
+from .environment import OPENING, dbt_command, open_lake, spark_console_log
+from .spark.session import get_session, session_started
+from .spark.warm import warm_up
+
+logger = AdapterLogger("DuckLake")
+
+# dbt commands whose nodes run SQL through Spark
+NODE_COMMANDS = frozenset({"build", "run", "seed", "snapshot", "test", "show", "clone"})
+_claimed = threading.Lock()
+_started: list[threading.Thread] = []
+
+
+def prestart_spark(credentials: DucklakeCredentials) -> threading.Thread | None:
+    """Start (and warm) the process's SparkSession in a background thread, once, when
+    the command will need it and no session runs yet; the thread, or None."""
+    if not credentials.spark_prestart or dbt_command() not in NODE_COMMANDS:
+        return None
+    with _claimed:
+        if _started or session_started():
+            return None
+        thread = threading.Thread(
+            target=_start, args=(credentials,), name="ducklake-prestart", daemon=True
+        )
+        _started.append(thread)
+    thread.start()
+    return thread
+
+
+def _start(credentials: DucklakeCredentials) -> None:
+    logger.debug("starting Spark in the background while dbt parses")
+    try:
+        with OPENING:  # the lake's stored data path decides the session's jars (S3)
+            lake = open_lake(credentials)
+        try:
+            data_path = lake.data_path
+        finally:
+            lake.close()
+        config = credentials.session_config(data_path)
+        spark = get_session(replace(config, console_log=spark_console_log()))
+        if config.local:
+            done = warm_up(spark)
+            logger.debug(f"Spark warmed in the background: {done} statements")
+    except Exception as exc:  # the first statement starts Spark again and reports it
+        logger.debug(f"starting Spark in the background failed: {exc}")

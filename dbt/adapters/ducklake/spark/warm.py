@@ -1,0 +1,78 @@
+"""A new process's first statements cost seconds more than the next ones: the JVM loads
+and compiles the classes of each code path (planning, Parquet, joins, the commit) on first
+use. `warm_up` runs the statements dbt's materializations run, on a throwaway lake in a
+temporary folder, so that the user's first model finds those paths warm. dbt starts it
+in the background while it parses the project (`prestart.py`); it gives way as soon as a
+real statement needs Spark (`give_way`), so it only fills time nobody waits on."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..lake import Lake
+from .session import label_jobs
+from .sql import LakeSQL
+
+log = logging.getLogger(__name__)
+
+# what dbt's table and incremental (append, merge) materializations run, in order;
+# {view} is a temporary view of a unique name
+_STATEMENTS = (
+    "CREATE TABLE warm AS SELECT id, concat('v', id) AS s, id * 0.5 AS d FROM range(8)",
+    "CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT id, concat('w', id) AS s, "
+    "id * 1.5 AS d FROM (VALUES (2), (9)) AS t(id)",
+    "INSERT INTO warm SELECT id + 100, s, d FROM {view}",
+    "MERGE INTO warm AS t USING {view} AS s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    "SELECT count(*), sum(d) FROM warm",
+)
+_give_way = threading.Event()
+
+
+def give_way() -> None:
+    """A real statement needs Spark: a running warm-up stops after its statement."""
+    _give_way.set()
+
+
+def warm_up(spark: SparkSession) -> int:
+    """Run dbt's usual statements once on a throwaway local lake, until a real statement
+    needs Spark; how many ran.
+
+    Local sessions only: a cluster's executors cannot reach the driver's temporary
+    folder. Nothing is left behind: the folder (also when the process exits first) and
+    the temporary view are removed."""
+    start = time.perf_counter()
+    folder = tempfile.mkdtemp(prefix="ducklake-warm-up-")
+
+    def remove() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(remove)
+    view = f"ducklake_warm_up_{uuid.uuid4().hex}"
+    lake = Lake.open(f"sqlite:///{folder}/warm.sqlite", data_path=f"{folder}/data")
+    label_jobs(spark, "ducklake-warm-up", "the JVM's code paths warmed before the first model")
+    done = 0
+    try:
+        sql = LakeSQL(spark, lake)
+        for statement in _STATEMENTS:
+            if _give_way.is_set():
+                break
+            result = sql.execute(statement.format(view=view))
+            if isinstance(result, DataFrame):
+                result.collect()
+            done += 1
+    finally:
+        spark.catalog.dropTempView(view)
+        lake.close()
+        remove()
+        atexit.unregister(remove)
+    log.debug("warm-up: %d statements in %.2f s", done, time.perf_counter() - start)
+    return done
