@@ -1,0 +1,204 @@
+"""Benchmark: a dbt project of many tiny incremental models, as a user runs it.
+
+Fifty incremental models (`append`), each adding ten new rows per run, threads 4, on
+three adapters in turn, each `dbt` invocation a fresh process (JVM start and dbt's own
+start included, as a user waits for them):
+- ours (`type: ducklake`, SQLite catalog, `local[2]`);
+- dbt-spark + Delta Lake on the same Spark (`method: session`, Delta jars from
+  `./dev jars`);
+- dbt-duckdb on a DuckLake catalog (DuckDB's ducklake extension, loaded by path).
+
+The first `dbt run` builds every model (not timed as a figure), then `--rounds` runs each
+append ten rows to every model; the median wall time of those runs is printed per
+adapter with the ratios. Afterwards every model must hold `10 * (rounds + 1)` rows on
+every adapter, read back by the adapter's own engine.
+
+Delta Lake runs on Spark 4.1 at the newest, so this runs in `.venv-peers` (pyspark 4.1,
+dbt-duckdb), from `./dev bench --peers`:
+
+    .venv-peers/bin/python bench/tiny_models.py --rounds 3
+    .venv-peers/bin/python bench/tiny_models.py --targets ducklake duckdb
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import record, run_dbt
+from tests import duck
+from tests.duck import extension_path
+
+MODELS = 50
+ROWS_PER_RUN = 10
+THREADS = 4
+TARGETS = ("ducklake", "delta", "duckdb")
+LABELS = {"ducklake": "ours", "delta": "dbt-spark+delta", "duckdb": "dbt-duckdb+ducklake"}
+
+# portable SQL: a VALUES list reads the same on Spark and DuckDB
+MODEL = """{{{{ config(materialized='incremental', incremental_strategy='append',
+    file_format=('delta' if target.type == 'spark' else none)) }}}}
+{{% set round = var('round', 0) | int %}}
+select id, concat('model-{index}-', cast(id as string)) as label, {index} as model
+from (values {{% for i in range({rows}) %}}({{{{ round * {rows} + i }}}})
+  {{{{ ',' if not loop.last }}}}{{% endfor %}}) as t(id)
+"""
+
+
+def ducklake_extension() -> str:
+    """The path of DuckDB's ducklake extension from its pip package (no download)."""
+    import duckdb_extension_ducklake
+
+    return extension_path(duckdb_extension_ducklake, "ducklake")
+
+
+def write_project(root: str, jars: list[str]) -> None:
+    os.makedirs(os.path.join(root, "models"))
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write("name: tiny\nversion: '1.0'\nconfig-version: 2\nprofile: tiny\n")
+    for index in range(MODELS):
+        with open(os.path.join(root, "models", f"tiny_{index:02d}.sql"), "w") as f:
+            f.write(MODEL.format(index=index, rows=ROWS_PER_RUN))
+    spark_conf = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
+    delta_conf = {
+        "spark.master": "local[2]",
+        **spark_conf,
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.jars": ",".join(jars),
+        "spark.sql.warehouse.dir": f"{root}/warehouse",
+    }
+    os.makedirs(f"{root}/duck/data")
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write(
+            "tiny:\n  target: ducklake\n  outputs:\n"
+            "    ducklake:\n      type: ducklake\n"
+            f"      metadata: sqlite:///{root}/lake/metadata.sqlite\n"
+            f"      data_path: {root}/lake/data\n"
+            f"      schema: bench\n      threads: {THREADS}\n      spark_master: local[2]\n"
+            "      spark_conf:\n"
+            + "".join(f'        {k}: "{v}"\n' for k, v in spark_conf.items())
+            + "    delta:\n      type: spark\n      method: session\n"
+            f"      host: NA\n      schema: bench\n      threads: {THREADS}\n"
+            "      server_side_parameters:\n"
+            + "".join(f'        {k}: "{v}"\n' for k, v in delta_conf.items())
+            + "    duckdb:\n      type: duckdb\n"
+            f"      path: {root}/duck/local.duckdb\n      threads: {THREADS}\n"
+            f"      extensions: ['{ducklake_extension()}']\n"
+            "      attach:\n"
+            f"        - path: 'ducklake:{root}/duck/metadata.ducklake'\n"
+            "          alias: lake\n"
+            f"          options: {{data_path: '{root}/duck/data'}}\n"
+            "      database: lake\n      schema: bench\n"
+        )
+
+
+def check_counts(root: str, targets: tuple[str, ...], rows: int) -> None:
+    """Every model holds `rows` rows on every adapter, counted by each adapter's engine."""
+    for target in targets:
+        counts = COUNTERS[target](root)
+        wrong = {name: n for name, n in counts.items() if n != rows}
+        if len(counts) != MODELS or wrong:
+            raise SystemExit(
+                f"{LABELS[target]}: expected {rows} rows in each of {MODELS} "
+                f"models, found {len(counts)} models, wrong counts {wrong}"
+            )
+        print(f"  {LABELS[target]}: {MODELS} models of {rows} rows each")
+
+
+def _count_ducklake(root: str) -> dict[str, int]:
+    con = duck.connect()
+    duck.attach(con, f"sqlite:{root}/lake/metadata.sqlite", options="READ_ONLY")
+    return _counts(con, "lake")
+
+
+def _count_duckdb(root: str) -> dict[str, int]:
+    con = duck.connect()
+    duck.attach(
+        con, f"{root}/duck/metadata.ducklake", data_path=f"{root}/duck/data", options="READ_ONLY"
+    )
+    return _counts(con, "lake")
+
+
+def _counts(con: object, catalog: str) -> dict[str, int]:
+    return {
+        name: con.execute(f"select count(*) from {catalog}.bench.{name}").fetchone()[0]
+        for (name,) in con.execute(
+            f"select table_name from information_schema.tables where table_catalog = '{catalog}'"
+        ).fetchall()
+    }
+
+
+def _count_delta(root: str) -> dict[str, int]:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.jars", ",".join(_jars()))
+        .getOrCreate()
+    )
+    counts = {}
+    for path in sorted(glob.glob(f"{root}/warehouse/bench.db/tiny_*")):
+        counts[os.path.basename(path)] = spark.read.format("delta").load(path).count()
+    spark.stop()
+    return counts
+
+
+COUNTERS = {"ducklake": _count_ducklake, "duckdb": _count_duckdb, "delta": _count_delta}
+
+
+def _jars() -> list[str]:
+    folder = os.path.join(os.environ.get("DUCKLAKE_JARS", ".jars"), "peers")
+    return sorted(os.path.abspath(j) for j in glob.glob(os.path.join(folder, "*.jar")))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
+    args = parser.parse_args()
+    targets = tuple(args.targets)
+    jars = _jars()
+    if "delta" in targets and not jars:
+        raise SystemExit("no Delta jars in .jars/peers: run ./dev jars first")
+    root = tempfile.mkdtemp(prefix="bench-tiny-")
+    try:
+        write_project(root, jars)
+        print(
+            f"dbt project: {MODELS} incremental models, {ROWS_PER_RUN} new rows each run, "
+            f"threads {THREADS}"
+        )
+        first = {target: run_dbt(root, target, ["run"]) for target in targets}
+        print("  first build: " + ", ".join(f"{LABELS[t]} {s:.1f} s" for t, s in first.items()))
+        samples: dict[str, list[float]] = {target: [] for target in targets}
+        for round_ in range(1, args.rounds + 1):
+            # the adapters take turns going first, so none always runs on warmer caches
+            shift = round_ % len(targets)
+            for target in targets[shift:] + targets[:shift]:
+                vars_ = f"{{round: {round_}}}"
+                samples[target].append(run_dbt(root, target, ["run", "--vars", vars_]))
+        medians = {target: statistics.median(times) for target, times in samples.items()}
+        line = "  incremental run, median: " + ", ".join(
+            f"{LABELS[t]} {s:.1f} s" for t, s in medians.items()
+        )
+        print(line)
+        goals = {"delta": "<= 0.5", "duckdb": "<= 2.0"}
+        for peer, goal in goals.items():
+            if peer in medians and "ducklake" in medians:
+                ratio = medians["ducklake"] / medians[peer]
+                print(f"  ours / {LABELS[peer]}: {ratio:.2f}x (goal {goal})")
+                record("tiny models", f"50 tiny models vs {LABELS[peer]}", ratio, "x", goal)
+        check_counts(root, targets, ROWS_PER_RUN * (args.rounds + 1))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
