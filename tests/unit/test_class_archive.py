@@ -25,8 +25,9 @@ MAGIC = struct.pack("<I", 0xF00BABA8)
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv("DUCKLAKE_CLASS_ARCHIVE", raising=False)
-    return tmp_path / "dbt-ducklake" / "jvm"
+    for name in ("DUCKLAKE_CLASS_ARCHIVE", *class_archive._JVM_OPTION_VARIABLES):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "dbt-ducklake" / "class-archives"
 
 
 def _dead_pid() -> int:
@@ -94,6 +95,15 @@ def test_the_key_follows_the_jars(cache: Path, tmp_path: Path) -> None:
 def test_a_users_own_sharing_options_are_left_alone(cache: Path, own: str) -> None:
     settings, dump = with_class_archive({OPTIONS_KEY: own})
     assert dump is None and settings[OPTIONS_KEY] == own and not cache.exists()
+
+
+@pytest.mark.parametrize("variable", ["SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS"])
+def test_sharing_options_in_the_jvms_environment_are_left_alone(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "-XX:TieredStopAtLevel=1 -XX:SharedArchiveFile=/tests.jsa")
+    settings, dump = with_class_archive({})
+    assert dump is None and settings == {} and not cache.exists()
 
 
 def test_turned_off_by_the_environment(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,8 @@ into place once its claimer is gone, it has not changed for a minute and it star
 the archive's magic number, else removes it; sessions starting while a claim is live
 run without an archive, and do not dump again. A JVM that finds an archive unusable
 (a jar changed, a damaged file) ignores it and starts as it would without.
-Off with `-Xshare:off` in `spark.driver.extraJavaOptions`, or `DUCKLAKE_CLASS_ARCHIVE=off`.
+Off with `-Xshare:off` in `spark.driver.extraJavaOptions` or the JVM's option variables
+(`SPARK_SUBMIT_OPTS`, `JAVA_TOOL_OPTIONS`, …), or `DUCKLAKE_CLASS_ARCHIVE=off`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ OPTIONS_KEY = "spark.driver.extraJavaOptions"
 # settings that change the driver's class path, hence the archive
 _CLASS_PATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 _QUIET = "-Xlog:cds*=off -Xlog:class+path*=off"
+# where else the driver JVM's options come from: a CDS option there is the user's own
+_JVM_OPTION_VARIABLES = (
+    "SPARK_SUBMIT_OPTS",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+)
 _KEEP = 3  # archives kept (of other setups too), newest first
 _STALE_PARTIAL_S = 3600.0  # a partial dump left this long is removed
 _SETTLED_S = 60.0  # a partial dump unchanged this long is finished (dumps take ~10 s)
@@ -43,7 +51,7 @@ _DYNAMIC_ARCHIVE_MAGIC = 0xF00BABA8
 
 def cache_folder() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "dbt-ducklake" / "jvm"
+    return Path(base) / "dbt-ducklake" / "class-archives"
 
 
 def with_class_archive(settings: Mapping[str, str]) -> dict[str, str]:
@@ -59,7 +67,8 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
     if (
         not CLIENT_IS_SPARK_4  # Spark 3.5 may run on Java 8/11 (no dynamic archives)
         or os.environ.get("DUCKLAKE_CLASS_ARCHIVE", "").lower() in ("off", "0", "false")
-        or any(flag in own for flag in ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit"))
+        or _manages_sharing(own)
+        or any(_manages_sharing(os.environ.get(name, "")) for name in _JVM_OPTION_VARIABLES)
     ):
         return out, None
     folder = cache_folder()
@@ -87,6 +96,10 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
     out[OPTIONS_KEY] = f"{own} -XX:ArchiveClassesAtExit={partial} {_QUIET}".strip()
     log.debug("Spark's JVM dumps its class archive at exit: %s", partial)
     return out, partial
+
+
+def _manages_sharing(options: str) -> bool:
+    return any(flag in options for flag in ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit"))
 
 
 def archive_key(settings: Mapping[str, str]) -> str:
