@@ -150,7 +150,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="one round (CI)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args, _ = parser.parse_known_args()  # `./dev bench` passes every bench its options
     if args.child:
         print(json.dumps(child(args.child, args.warm)))
         return

@@ -64,6 +64,8 @@ def test_catalog_only_run_operations_start_no_jvm(sqlite_catalog: Catalog, tmp_p
     code, output, seconds = _run(project, ["run-operation", "ducklake_snapshots"])
     assert code == 0, output
     assert f" {latest}  " in output, output
+    # no background start either (prestart.py), which would fail quietly here
+    assert "starting Spark in the background" not in (project / "logs" / "dbt.log").read_text()
     print(f"run-operation ducklake_snapshots: {seconds:.1f} s")
 
     expire = ["run-operation", "ducklake_expire_snapshots", "--args"]
