@@ -159,7 +159,7 @@ def main() -> None:
             print(f"scan   10% deleted         {deleted:7.2f} s   ratio to raw {deleted / raw:.2f}")
             print(
                 f"scan   10% deleted, deletion vectors {vectors:7.2f} s   "
-                f"ratio to Parquet delete files {vectors / deleted:.2f}"
+                f"ratio to Parquet delete files {vectors / deleted:.2f}, to raw {vectors / raw:.2f}"
             )
 
             # the floor of a filter on row positions inside Spark's own Parquet scan: the
@@ -188,12 +188,20 @@ def main() -> None:
                 "x",
                 "<= 1.30",
             )
+            # the goal for deletion vectors is the one for delete files: <= 1.3x
+            # the no-delete read (and <= 1.0x Iceberg, in bench/peers.py)
+            record(
+                "scan",
+                "same, 10% deleted as deletion vectors, vs the no-delete raw read",
+                vectors / raw,
+                "x",
+                "<= 1.30",
+            )
             record(
                 "scan",
                 "10% deleted: deletion vectors vs Parquet delete files",
                 vectors / deleted,
                 "x",
-                "<= 1.0",
             )
             record(
                 "scan",

@@ -40,6 +40,7 @@ MODELS = 50
 ROWS_PER_RUN = 10
 THREADS = 4
 TARGETS = ("ducklake", "delta", "duckdb")
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 LABELS = {"ducklake": "ours", "delta": "dbt-spark+delta", "duckdb": "dbt-duckdb+ducklake"}
 
 # portable SQL: a VALUES list reads the same on Spark and DuckDB
@@ -71,7 +72,7 @@ def write_project(root: str, jars: list[str]) -> None:
         "spark.master": "local[2]",
         **spark_conf,
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
         "spark.jars": ",".join(jars),
         "spark.sql.warehouse.dir": f"{root}/warehouse",
     }
@@ -101,15 +102,20 @@ def write_project(root: str, jars: list[str]) -> None:
 
 
 def check_counts(root: str, targets: tuple[str, ...], rows: int) -> None:
-    """Every model holds `rows` rows on every adapter, counted by each adapter's engine."""
+    """Every model holds `rows` rows, counted by each adapter's engine: ours must; a
+    peer's shortfall is printed (dbt-duckdb on DuckLake has lost appends under threads)."""
     for target in targets:
         counts = COUNTERS[target](root)
         wrong = {name: n for name, n in counts.items() if n != rows}
         if len(counts) != MODELS or wrong:
-            raise SystemExit(
-                f"{LABELS[target]}: expected {rows} rows in each of {MODELS} "
-                f"models, found {len(counts)} models, wrong counts {wrong}"
+            finding = (
+                f"{LABELS[target]}: expected {rows} rows in each of {MODELS} models, found "
+                f"{len(counts)} models, wrong counts {wrong}"
             )
+            if target == "ducklake":
+                raise SystemExit(finding)
+            print(f"  a peer's finding (its runs reported success): {finding}")
+            continue
         print(f"  {LABELS[target]}: {MODELS} models of {rows} rows each")
 
 
@@ -142,6 +148,9 @@ def _count_delta(root: str) -> dict[str, int]:
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.jars", ",".join(_jars()))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     counts = {}
