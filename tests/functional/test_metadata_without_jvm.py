@@ -35,6 +35,7 @@ def _project(root: Path, catalog: Catalog) -> Path:
         metadata=catalog.metadata,
         data_path=catalog.data_path,
         schema="main",
+        spark_prestart=True,  # the default: run-operations must not prestart either
     )
     return project
 

@@ -58,7 +58,7 @@ def _project(root: Path, catalog: Catalog, **fields: object) -> Path:
 def test_a_run_starts_and_warms_spark_while_dbt_parses(
     sqlite_catalog: Catalog, tmp_path: Path
 ) -> None:
-    project = _project(tmp_path, sqlite_catalog)
+    project = _project(tmp_path, sqlite_catalog, spark_prestart=True)  # the default
     log = _dbt(project, ["run"])
     assert STARTED in log, log[-3000:]
     assert log.index(STARTED) < log.index("Found 1 model")

@@ -57,4 +57,5 @@ def _start(credentials: DucklakeCredentials) -> None:
             done = warm_up(spark)
             logger.debug(f"Spark warmed in the background: {done} statements")
     except Exception as exc:  # the first statement starts Spark again and reports it
-        logger.debug(f"starting Spark in the background failed: {exc}")
+        reason = credentials.secrets().mask(str(exc))  # a catalog URL may hold a password
+        logger.debug(f"starting Spark in the background failed: {reason}")
