@@ -86,9 +86,14 @@ class CatalogReader:
         with self.lake.connect() as conn:
             return conn.execute(sa.text(sql), params).fetchall()
 
+    def _schema_query(self, sql: str, **params: Any) -> Sequence[Any]:
+        """`_query` of the schema's own rows: the same at every snapshot of a version."""
+        key = (self.snapshot.schema_version, sql, *sorted(params.items()))
+        return self.lake.schema_rows(key, lambda: self._query(sql, **params))
+
     # -- schemas, tables, views ------------------------------------------------------
     def schemas(self) -> list[SchemaInfo]:
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT s.schema_id, s.schema_uuid, s.schema_name, s.path, s.path_is_relative,
                        s.begin_snapshot, tg.value AS comment
                 FROM {self._t("ducklake_schema")} s
@@ -117,7 +122,7 @@ class CatalogReader:
 
     def tables(self, schema: str | None = None) -> list[TableInfo]:
         where = " AND s.schema_name = :schema" if schema is not None else ""
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT t.table_id, t.table_uuid, t.schema_id, s.schema_name, t.table_name,
                        t.path, t.path_is_relative, t.begin_snapshot, tg.value AS comment
                 FROM {self._t("ducklake_table")} t
@@ -171,26 +176,15 @@ class CatalogReader:
         except CatalogNotFoundError:
             return None
 
-    def table_by_id(self, table_id: int) -> TableInfo:
-        for t in self.tables():
-            if t.table_id == table_id:
-                return t
-        raise CatalogNotFoundError(
-            f"table id {table_id} does not exist at snapshot {self.snapshot_id}"
-        )
-
     def entry_name(self, entry_id: int) -> str:
         """`schema.name` of a table or view id (what conflict errors show)."""
-        try:
-            info = self.table_by_id(entry_id)
-            return f"{info.schema_name}.{info.name}"
-        except CatalogNotFoundError:
-            views = [v for v in self.views() if v.view_id == entry_id]
-            return f"{views[0].schema_name}.{views[0].name}" if views else f"entry id {entry_id}"
+        names = {t.table_id: f"{t.schema_name}.{t.name}" for t in self.tables()}
+        names.update({v.view_id: f"{v.schema_name}.{v.name}" for v in self.views()})
+        return names.get(entry_id, f"entry id {entry_id}")
 
     def views(self, schema: str | None = None) -> list[ViewInfo]:
         where = " AND s.schema_name = :schema" if schema is not None else ""
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT v.view_id, v.view_uuid, v.schema_id, s.schema_name, v.view_name,
                        v.dialect, v."sql", v.column_aliases, v.begin_snapshot,
                        tg.value AS comment, sp.value AS spark_sql
@@ -230,9 +224,10 @@ class CatalogReader:
         )
 
     # -- columns -----------------------------------------------------------------------
-    def _column_rows(self, table_id: int) -> Sequence[Any]:
-        """Every version of every column of the table (small: one row per column change)."""
-        return self._query(
+    def _column_rows(self, table_id: int, *, fresh: bool = False) -> Sequence[Any]:
+        """Every version of every column of the table (small: one row per column change);
+        `fresh`: as the database has them now, also columns of later versions."""
+        return (self._query if fresh else self._schema_query)(
             f"""SELECT column_id, begin_snapshot, end_snapshot, column_order, column_name,
                        column_type, initial_default, default_value, nulls_allowed,
                        parent_column, default_value_type, default_value_dialect
@@ -242,7 +237,7 @@ class CatalogReader:
 
     def max_column_id(self, table_id: int) -> int:
         """Highest column id the table ever used: new columns must never reuse one."""
-        return max((r.column_id for r in self._column_rows(table_id)), default=0)
+        return max((r.column_id for r in self._column_rows(table_id, fresh=True)), default=0)
 
     def column_types_at(self, data_file_id: int, snaps: Iterable[int]) -> dict[int, dict[int, str]]:
         """snapshot -> {column id: type} of the table of data file `data_file_id`: the
@@ -290,7 +285,7 @@ class CatalogReader:
         }
 
     def _column_comments(self, table_id: int) -> dict[int, str]:
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT ct.column_id, ct.value FROM {self._t("ducklake_column_tag")} ct
                 WHERE ct.table_id = :tid AND ct."key" = 'comment' AND {visible("ct")}""",
             tid=table_id,
@@ -306,7 +301,7 @@ class CatalogReader:
         return schema_path + table.path
 
     def _schema_path(self, schema_id: int) -> str:
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT path, path_is_relative FROM {self._t("ducklake_schema")}
                 WHERE schema_id = :sid""",
             sid=schema_id,
@@ -446,7 +441,7 @@ class CatalogReader:
 
     # -- layout --------------------------------------------------------------------------
     def partition_spec(self, table_id: int) -> PartitionSpec | None:
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT pi.partition_id, pc.partition_key_index, pc.column_id, pc."transform"
                 FROM {self._t("ducklake_partition_info")} pi
                 LEFT JOIN {self._t("ducklake_partition_column")} pc
@@ -465,7 +460,7 @@ class CatalogReader:
         return PartitionSpec(rows[0].partition_id, fields)
 
     def sort_spec(self, table_id: int) -> SortSpec | None:
-        rows = self._query(
+        rows = self._schema_query(
             f"""SELECT si.sort_id, se.sort_key_index, se.expression, se.dialect,
                        se.sort_direction, se.null_order
                 FROM {self._t("ducklake_sort_info")} si

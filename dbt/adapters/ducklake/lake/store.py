@@ -10,7 +10,7 @@ import os
 import threading
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
 
 CREATED_BY = "dbt-ducklake"
+# schema rows a Store keeps (a few per table and version): dropped together beyond this
+_SCHEMA_ROWS_KEPT = 4096
 
 
 def normalize_data_path(data_path: str) -> str:
@@ -91,6 +93,7 @@ class Store:
         self.option_defaults: dict[str, str] = {}
         self._existing_tables: set[str] = set()
         self._shared_read = threading.local()  # see `reading`
+        self._schema_rows: dict[tuple[Any, ...], Sequence[Any]] = {}  # see `schema_rows`
         # a staging copy of another catalog (write-audit-publish, publish.py): the real
         # catalog's snapshot it was copied at, and every plan committed here, in order
         self.staged_from: int | None = None
@@ -238,6 +241,22 @@ class Store:
             return
         with self.engine.connect() as conn, conn.begin():
             yield conn
+
+    def schema_rows(
+        self, key: tuple[Any, ...], fetch: Callable[[], Sequence[Any]]
+    ) -> Sequence[Any]:
+        """Catalog rows of the schema itself (schemas, tables, views, columns, comments,
+        partition and sort specs) under `key`, which starts with a `schema_version`:
+        DuckLake bumps it with every change to those rows (DuckDB's extension caches its
+        catalog by it too), so they are the same at every snapshot of one version. A
+        small statement then asks the database for the latest snapshot, not its tables."""
+        rows = self._schema_rows.get(key)
+        if rows is None:
+            rows = tuple(fetch())
+            if len(self._schema_rows) >= _SCHEMA_ROWS_KEPT:
+                self._schema_rows.clear()
+            self._schema_rows[key] = rows
+        return rows
 
     @contextmanager
     def reading(self) -> Iterator[None]:
