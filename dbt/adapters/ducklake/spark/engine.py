@@ -397,7 +397,16 @@ def insert_into(
 
 
 def _positional(df: DataFrame, target: list[Column]) -> DataFrame:
-    """The query's columns cast to the table's, by position (query names may repeat)."""
+    """The query's columns cast to the table's, by position (query names may repeat).
+    A query that already has the table's names and types is used as it is: the casts
+    cost a few py4j calls per column, a tenth of a small INSERT's time."""
+    fields = df.schema.fields
+    same = len(fields) == len(target) and all(
+        f.name == c.name and f.dataType == spark_type(c)
+        for f, c in zip(fields, target, strict=True)
+    )
+    if same:
+        return df
     positional = df.toDF(*[f"__ducklake_c{i}" for i in range(len(target))])
     return positional.select(
         *[F.col(f"__ducklake_c{i}").cast(spark_type(c)).alias(c.name) for i, c in enumerate(target)]

@@ -89,15 +89,17 @@ class QueryRewriter:
 
     def rewrite(self, text: str) -> str:
         tree = parse(text)
-        cat = self.lake.catalog()
-        refs = self._lake_refs(tree, text, cat)
+        # a query of no tables (a VALUES list, literals) asks the catalog nothing
+        cat = self.lake.catalog() if tree.find(exp.Table) is not None else None
+        refs = self._lake_refs(tree, text, cat) if cat is not None else []
         spans: list[tuple[int, int, DataFrame]] = []
         self.last_scans = []
         for ref in refs:
             self.check_unchanged(ref.schema, ref.name, ref.at)
             spans.append((ref.start, ref.end, self._scan(ref)))
         spans += self._feed_calls(tree, text)
-        spans += self._information_schema(tree, cat)
+        if cat is not None:
+            spans += self._information_schema(tree, cat)
         edits = []
         for start, end, df in spans:
             view = self._register(df)
@@ -257,10 +259,12 @@ class QueryRewriter:
             db, catalog = table.args.get("db"), table.args.get("catalog")
             if catalog is not None and catalog.name.lower() != self.catalog_name.lower():
                 continue
-            if db is None and (table.name.lower() in ctes or self.is_spark_view(table.name)):
-                continue
             schema = db.name if db is not None else self.default_schema
             if (schema, table.name) not in relations:
+                continue
+            # a CTE or a temporary view of the same name hides the lake's relation; asking
+            # Spark for views costs a py4j call, so only names the lake has are asked
+            if db is None and (table.name.lower() in ctes or self.is_spark_view(table.name)):
                 continue
             first = catalog or db or name_id
             start = first.meta["start"]
