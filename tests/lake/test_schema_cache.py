@@ -1,9 +1,13 @@
 """A Store keeps the catalog's schema rows per `schema_version` (`Store.schema_rows`):
 an open Lake sees every schema change DuckDB makes after it read the schema, older
 snapshots still read as they were, and rows of one version are read from the database
-once, however many snapshots of data changes follow."""
+once, however many snapshots of data changes follow; Lakes opened on one catalog in a
+process share them."""
 
 from __future__ import annotations
+
+import os
+import shutil
 
 from sqlalchemy import event
 
@@ -12,11 +16,11 @@ from tests import duck
 from tests.conftest import Catalog
 
 
-def _duckdb(catalog: Catalog):
+def _duckdb(catalog: Catalog, columns: str = "(a INTEGER)"):
     con = duck.connect()
     duck.attach(con, catalog.duckdb_attach, data_path=catalog.data_path)
-    con.execute("CREATE TABLE lake.t (a INTEGER)")
-    con.execute("INSERT INTO lake.t VALUES (1)")
+    con.execute(f"CREATE TABLE lake.t {columns}")
+    con.execute("INSERT INTO lake.t SELECT 1" + ", 2" * columns.count(","))
     return con
 
 
@@ -76,3 +80,27 @@ def test_schema_rows_of_a_version_are_read_once(sqlite_catalog: Catalog) -> None
     con.execute("ALTER TABLE lake.t ADD COLUMN c DOUBLE")  # a new version: read again
     assert [c.name for c in lake.catalog().columns(tid)] == ["a", "c"]
     assert any("ducklake_column" in s for s in statements)
+
+
+def test_lakes_opened_on_one_catalog_share_its_rows_and_a_new_catalog_does_not(
+    sqlite_catalog: Catalog,
+) -> None:
+    con = _duckdb(sqlite_catalog)
+    first = Lake.open(sqlite_catalog.metadata)
+    tid = first.catalog().table("main", "t").table_id
+    assert [c.name for c in first.catalog().columns(tid)] == ["a"]
+
+    second = Lake.open(sqlite_catalog.metadata)  # as dbt opens one per model
+    statements: list[str] = []
+    event.listen(second.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    assert [c.name for c in second.catalog().columns(tid)] == ["a"]
+    assert not any("ducklake_column" in s for s in statements)
+
+    # the catalog removed and made again at the same place, with other columns
+    con.close()
+    os.remove(sqlite_catalog.duckdb_attach.removeprefix("sqlite:"))
+    shutil.rmtree(sqlite_catalog.data_path)
+    con = _duckdb(sqlite_catalog, columns="(z VARCHAR, y DOUBLE)")
+    again = Lake.open(sqlite_catalog.metadata)
+    assert again.catalog().snapshot.schema_version == first.catalog().snapshot.schema_version
+    assert [c.name for c in again.catalog().columns(tid)] == ["z", "y"]

@@ -38,8 +38,11 @@ if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is Python 3.11+
 
 CREATED_BY = "dbt-ducklake"
-# schema rows a Store keeps (a few per table and version): dropped together beyond this
+# schema rows kept per catalog (a few per table and version; `Store.schema_rows`), and
+# catalogs kept: dropped together beyond these
 _SCHEMA_ROWS_KEPT = 4096
+_CATALOGS_KEPT = 64
+_SCHEMA_ROWS: dict[tuple[Any, ...], dict[tuple[Any, ...], Sequence[Any]]] = {}
 
 
 def normalize_data_path(data_path: str) -> str:
@@ -201,6 +204,18 @@ class Store:
                     "WHERE scope IS NULL"
                 )
             ).fetchall()
+            first = conn.execute(
+                sa.text(
+                    f"SELECT snapshot_id, snapshot_time FROM {self.qualified('ducklake_snapshot')}"
+                    " ORDER BY snapshot_id LIMIT 1"
+                )
+            ).one_or_none()
+        # the Stores a process opens on one catalog (dbt: one per model) share its schema
+        # rows; a catalog made again at the same place starts with another first snapshot
+        catalog = (self.location, self.metadata_schema, None if first is None else tuple(first))
+        if catalog not in _SCHEMA_ROWS and len(_SCHEMA_ROWS) >= _CATALOGS_KEPT:
+            _SCHEMA_ROWS.clear()
+        self._schema_rows = _SCHEMA_ROWS.setdefault(catalog, {})
         global_opts = {r[0]: r[1] for r in rows}
         version = global_opts.get("version")
         if version != ddl.FORMAT_VERSION:
@@ -249,7 +264,8 @@ class Store:
         partition and sort specs) under `key`, which starts with a `schema_version`:
         DuckLake bumps it with every change to those rows (DuckDB's extension caches its
         catalog by it too), so they are the same at every snapshot of one version. A
-        small statement then asks the database for the latest snapshot, not its tables."""
+        small statement then asks the database for the latest snapshot, not its tables.
+        Stores of one catalog in a process share them (`_load_metadata`)."""
         rows = self._schema_rows.get(key)
         if rows is None:
             rows = tuple(fetch())
