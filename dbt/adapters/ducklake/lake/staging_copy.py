@@ -42,6 +42,7 @@ def open_stage(real: Store, tag: str) -> Lake:
         schema = f"{SCHEMA_PREFIX}{safe}"
         _copy_postgres(real, schema)
         stage = Lake.open(real.location, metadata_schema=schema, create=False, files=real.files)
+    stage.own_schema_rows()
     stage.staged_from = stage.latest_snapshot().snapshot_id
     stage.option_defaults = dict(real.option_defaults)  # the profile's, as for the real
     stage.commit_log = []

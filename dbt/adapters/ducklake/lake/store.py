@@ -274,6 +274,12 @@ class Store:
             self._schema_rows[key] = rows
         return rows
 
+    def own_schema_rows(self) -> None:
+        """Keep this Store's schema rows to itself: a staging copy is made again at the
+        same place, with the same first snapshot, for every build, but its versions
+        after the copy are its own."""
+        self._schema_rows = {}
+
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Reads in this thread share one read transaction until the block ends: a small

@@ -304,7 +304,7 @@ class LakeSQL:
                 for t in tree.args.get("tables") or [tree.this]:
                     self.spark.catalog.dropTempView(t.name)
             else:
-                self.spark.sql(self.rewrite(text))
+                self.spark.sql(self.rewriter.rewrite(text, tree))  # parsed from `text`
             return _Done(None)
         if not isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             return None

@@ -87,8 +87,9 @@ class QueryRewriter:
         """A Spark query with lake references resolved (the text otherwise untouched)."""
         return self.spark.sql(self.rewrite(text))
 
-    def rewrite(self, text: str) -> str:
-        tree = parse(text)
+    def rewrite(self, text: str, tree: exp.Expression | None = None) -> str:
+        """`text` with lake references resolved; `tree`: `text` parsed already."""
+        tree = tree if tree is not None else parse(text)
         # a query of no tables (a VALUES list, literals) asks the catalog nothing
         cat = self.lake.catalog() if tree.find(exp.Table) is not None else None
         refs = self._lake_refs(tree, text, cat) if cat is not None else []
