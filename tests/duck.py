@@ -22,15 +22,11 @@ def extension_path(module: object, name: str) -> str:
 
 
 def connect() -> duckdb.DuckDBPyConnection:
-    """A DuckDB of one thread: the tests' lakes hold a few rows, and a second thread
-    only costs CPU the test lanes' other worker needs (attach and read: ~40% less CPU,
-    measured)."""
     con = duckdb.connect(
         config={
             "allow_unsigned_extensions": "true",
             "autoinstall_known_extensions": "false",
             "autoload_known_extensions": "false",
-            "threads": "1",
         }
     )
     for module, name in _EXTENSIONS:
