@@ -62,9 +62,19 @@ def test_catalog_only_run_operations_start_no_jvm(sqlite_catalog: Catalog, tmp_p
     latest = lake.latest_snapshot().snapshot_id
     project = _project(tmp_path, sqlite_catalog)
 
-    code, output, seconds = _run(project, ["run-operation", "ducklake_snapshots"])
+    # every import the process makes is listed (`-X importtime`, on stderr)
+    traced = {**NO_JAVA, "PYTHONPROFILEIMPORTTIME": "1"}
+    start = time.perf_counter()
+    process = start_dbt(project, ["run-operation", "ducklake_snapshots"], env=traced)
+    output, _ = process.communicate(timeout=300)
+    code, seconds = process.returncode, time.perf_counter() - start
     assert code == 0, output
     assert f" {latest}  " in output, output
+    imported = {line.rsplit("|", 1)[-1].strip() for line in output.splitlines() if "|" in line}
+    assert "dbt.adapters.ducklake.lake.reader" in imported  # the trace is there
+    # the engine's libraries load only for statements (pyspark alone is ~0.15 s)
+    heavy = {m.split(".")[0] for m in imported} & {"pyspark", "py4j", "sqlglot", "pyarrow"}
+    assert not heavy, f"a catalog-only run-operation imported {sorted(heavy)}"
     # no background start either (prestart.py), which would fail quietly here
     assert "starting Spark in the background" not in (project / "logs" / "dbt.log").read_text()
     print(f"run-operation ducklake_snapshots: {seconds:.1f} s")

@@ -4,15 +4,15 @@ and size) from DuckLake metadata in a fixed number of queries — never Spark DE
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.artifacts.schemas.catalog import CatalogTable
 from dbt_common.contracts.metadata import ColumnMetadata, StatsItem, TableMetadata
-from pyspark.sql import SparkSession
 
 from .lake import Lake, TableStats
-from .spark.types import spark_type
-from .spark.views import scan_relation
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 CATALOG_COLUMNS = (
     "table_database",
@@ -45,6 +45,9 @@ def catalog_rows(
 ) -> list[tuple[Any, ...]]:
     """One row per column of every table and view in `schemas`, or of the one named
     `only` (names compared case-insensitively, as dbt does)."""
+    from .spark.types import spark_type  # the Spark layer loads when a command needs it
+    from .spark.views import scan_relation
+
     wanted = {s.lower() for s in schemas}
 
     def chosen(schema: str, name: str) -> bool:

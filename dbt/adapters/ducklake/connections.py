@@ -18,14 +18,11 @@ from dbt.adapters.contracts.connection import AdapterResponse, Connection, Conne
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import PySparkException
 
 from .credentials import DucklakeCredentials
 from .environment import LakeHandle
 from .lake import LakeError
 from .prestart import prestart_spark
-from .spark.errors import spark_error_text
 
 logger = AdapterLogger("DuckLake")
 
@@ -131,6 +128,11 @@ class DucklakeConnectionManager(SQLConnectionManager):
 
 def _short(exc: Exception, written_as: dict[str, str] | None = None) -> str:
     """Spark's errors carry a plan or a JVM stack after the message; keep the message."""
+    from py4j.protocol import Py4JJavaError  # loaded here: metadata-only commands skip it
+    from pyspark.errors import PySparkException
+
+    from .spark.errors import spark_error_text
+
     if isinstance(exc, PySparkException | Py4JJavaError):
         return spark_error_text(exc, written_as)
     text = str(exc)

@@ -16,7 +16,7 @@ from dbt_common.exceptions import DbtConfigError
 
 from .atomic import check_mode
 from .lake import FileIO, LakeError, MetadataLocation, S3Settings, Secrets, parse_metadata
-from .spark.session import SessionConfig
+from .spark.session_config import SessionConfig
 from .storage import s3_jars, uses_s3, with_s3_jars
 
 logger = AdapterLogger("DuckLake")

@@ -8,31 +8,34 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
-from pyspark.sql import DataFrame, SparkSession
 
 from .__version__ import version as adapter_version
 from .atomic import publish_mode, staged_lake
 from .credentials import DucklakeCredentials
 from .lake import Infinite, Lake, LakeError, Snapshot
-from .spark.calls import CallRows, catalog_only_call
-from .spark.collect import collect_rows
-from .spark.compat import VARIANT_VALUES
-from .spark.engine import CommitInfo
+from .spark.commit_info import CommitInfo
 from .spark.errors import CallError, LakeSQLError
 from .spark.notices import take_notices
-from .spark.session import cancel_jobs, get_session, label_jobs
-from .spark.sql import LakeSQL
-from .spark.warm import give_way
-from .staged_node import StagedNode
 from .storage import apply_s3, uses_s3
+
+# The Spark layer (pyspark, sqlglot, pyarrow) is imported by the methods that run
+# statements: a command that only reads the catalog (run-operation ducklake_snapshots,
+# ls, docs) never loads it.
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .spark.calls import CallRows
+    from .spark.sql import LakeSQL
+    from .staged_node import StagedNode
 
 logger = AdapterLogger("DuckLake")
 OPENING = threading.Lock()
@@ -64,6 +67,10 @@ class LakeCursor:
             self._rows = answered.rows
             self.description = [(n, t, None, None, None, None, True) for n, t in answered.columns]
             return
+        from pyspark.sql import DataFrame
+
+        from .spark.session import label_jobs
+
         label_jobs(self.handle.spark, self.handle.job_group, self.handle.job_group)
         self.handle.busy.set()
         try:
@@ -86,14 +93,14 @@ class LakeCursor:
             return _shown(self._rows)
         if self._df is None:
             return []
-        return _shown(collect_rows(self._df))
+        return _shown(_collected(self._df))
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
         if self._rows is not None:
             return _shown(self._rows[:size])
         if self._df is None:
             return []
-        return _shown(collect_rows(self._df, size))
+        return _shown(_collected(self._df, size))
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchmany(1)
@@ -103,10 +110,17 @@ class LakeCursor:
         self._df = None
 
 
+def _collected(df: DataFrame, limit: int | None = None) -> list[tuple[Any, ...]]:
+    from .spark.collect import collect_rows
+
+    return collect_rows(df, limit)
+
+
 def _shown(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Values agate cannot take as text: DuckDB's `infinity` dates as DuckDB prints them
-    (Python's date has no such value), variants as JSON."""
-    as_text = (Infinite, *VARIANT_VALUES)
+    (Python's date has no such value), variants as JSON (only Spark's rows hold them)."""
+    compat = sys.modules.get("dbt.adapters.ducklake.spark.compat")
+    as_text = (Infinite, *(compat.VARIANT_VALUES if compat is not None else ()))
     return [tuple(str(v) if isinstance(v, as_text) else v for v in r) for r in rows]
 
 
@@ -149,6 +163,9 @@ class LakeHandle:
         work (run-operation ducklake_snapshots, listing relations) never waits for a JVM."""
         with self._starting:
             if self._spark is None:
+                from .spark.session import get_session
+                from .spark.warm import give_way
+
                 give_way()  # a background warm-up stops: this statement needs Spark
                 config = self.credentials.session_config(self._lake.data_path)
                 spark = get_session(replace(config, console_log=spark_console_log()))
@@ -162,6 +179,8 @@ class LakeHandle:
         outside a BEGIN … COMMIT block: such a run-operation never starts a JVM."""
         if self._home is not None and self.sql.in_transaction:
             return None
+        from .spark.calls import catalog_only_call
+
         try:
             return catalog_only_call(self.lake, sql)
         except (CallError, LakeError) as exc:
@@ -171,6 +190,8 @@ class LakeHandle:
     def home(self) -> LakeSQL:
         """Statements on the lake itself (not a node's staging copy)."""
         if self._home is None:
+            from .spark.sql import LakeSQL
+
             self._home = LakeSQL(
                 self.spark,
                 self._lake,
@@ -201,6 +222,8 @@ class LakeHandle:
         self.discard_node()
         if self._lake.staged_from is not None:
             return False
+        from .staged_node import StagedNode
+
         self.node = StagedNode(self.home)
         return True
 
@@ -275,6 +298,8 @@ class LakeHandle:
         """Stop the running statement's Spark jobs, including the ones it has yet to
         start: a cancel that lands while the driver plans (between jobs) would
         otherwise miss the write that follows. Later statements are refused."""
+        from .spark.session import cancel_jobs
+
         self.cancelled.set()
         spark = self._spark
         if spark is not None:  # no session: no job to stop

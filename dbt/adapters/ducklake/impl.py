@@ -3,6 +3,8 @@ everything dbt asks about relations (never Spark SHOW/DESCRIBE).
 
 Materializations tell the adapter which node they build (`set_commit_context`), so the
 snapshot they write carries the author, a commit message and extra info naming the run.
+The Spark layer (pyspark, sqlglot, pyarrow) is imported where a method needs it, so
+metadata-only commands (`run-operation`, `ls`, `parse`) never load it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 from dbt.adapters.base import available
 from dbt.adapters.base.impl import AdapterConfig, ConstraintSupport
 from dbt.adapters.base.relation import BaseRelation
@@ -34,8 +35,6 @@ from .layout import Layout, layout_alters, layout_target, model_layout
 from .relation import DucklakeRelation
 from .seeds import load_seed
 from .snapshots import consumed_snapshot, plan_changes_snapshot
-from .spark.types import spark_type
-from .spark.views import scan_relation
 
 STRATEGIES = ("append", "merge", "delete+insert", "insert_overwrite", "microbatch", "apply_changes")
 
@@ -179,6 +178,9 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         return found
 
     def get_columns_in_relation(self, relation: BaseRelation) -> list[DucklakeColumn]:
+        from .spark.types import spark_type
+        from .spark.views import scan_relation
+
         handle = self._handle()
         assert relation.identifier is not None
         if not relation.schema or not relation.include_policy.schema:  # a Spark temp view
@@ -473,6 +475,8 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
             conn.transaction_open = False
 
     def debug_query(self) -> None:
+        import pyarrow as pa
+
         handle = self._handle()
         handle.lake.latest_snapshot()  # the metadata database answers
         files, root = handle.lake.files, handle.lake.data_path

@@ -13,14 +13,6 @@ from typing import Any
 from dbt_common.exceptions import DbtConfigError
 
 from .lake import CatalogReader
-from .spark.statements import (
-    PARTITION_FORMS,
-    SORT_FORM,
-    StatementError,
-    partition_fields,
-    sort_fields,
-    split_top_level,
-)
 
 ALIASES = {"partition_by": "partitioned_by", "sorted_by": "sort_by"}
 
@@ -44,6 +36,15 @@ class Layout:
 def model_layout(model: str, config: Mapping[str, Any]) -> Layout:
     """The model's layout configs, validated; errors name the model, the option and
     the accepted forms."""
+    # Spark SQL's parser (sqlglot) loads with the first model that needs a layout
+    from .spark.statements import (
+        PARTITION_FORMS,
+        SORT_FORM,
+        StatementError,
+        partition_fields,
+        sort_fields,
+    )
+
     partition_items = _items(model, config, "partition_by", PARTITION_FORMS)
     sort_items = _items(model, config, "sorted_by", (SORT_FORM,))
     try:
@@ -105,6 +106,8 @@ def _items(
     if value is None:
         return ()
     if isinstance(value, str):
+        from .spark.statements import split_top_level
+
         value = split_top_level(value)  # "year(ts), region" or one key
     if not isinstance(value, list | tuple) or not all(
         isinstance(v, str) and v.strip() for v in value

@@ -15,8 +15,6 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from .credentials import DucklakeCredentials
 from .environment import OPENING, dbt_command, open_lake, spark_console_log
-from .spark.session import get_session, session_started
-from .spark.warm import warm_up
 
 logger = AdapterLogger("DuckLake")
 
@@ -31,6 +29,8 @@ def prestart_spark(credentials: DucklakeCredentials) -> threading.Thread | None:
     the command will need it and no session runs yet; the thread, or None."""
     if not credentials.spark_prestart or dbt_command() not in NODE_COMMANDS:
         return None
+    from .spark.session import session_started  # pyspark loads for commands that run nodes
+
     with _claimed:
         if _started or session_started():
             return None
@@ -43,6 +43,9 @@ def prestart_spark(credentials: DucklakeCredentials) -> threading.Thread | None:
 
 
 def _start(credentials: DucklakeCredentials) -> None:
+    from .spark.session import get_session
+    from .spark.warm import warm_up
+
     logger.debug("starting Spark in the background while dbt parses")
     try:
         with OPENING:  # the lake's stored data path decides the session's jars (S3)

@@ -9,10 +9,8 @@ from typing import Any
 
 from dbt.adapters.base.relation import BaseRelation
 from dbt_common.exceptions import DbtRuntimeError
-from pyspark.errors import PySparkException
 
 from .environment import LakeHandle
-from .spark.errors import spark_error_text
 
 
 def load_seed(
@@ -67,6 +65,10 @@ def _check_seed_header(relation: BaseRelation, names: list[str], delimiter: str)
 
 
 def _seed_column(column: Any, name: str, type_name: str, relation: BaseRelation) -> Any:
+    from pyspark.errors import PySparkException  # seeds run in Spark: loaded by then
+
+    from .spark.errors import spark_error_text
+
     if type_name.strip().lower() == "text":  # PostgreSQL's name, as models' casts take it
         type_name = "string"
     try:

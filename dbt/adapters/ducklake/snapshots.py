@@ -13,7 +13,6 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from .environment import LakeHandle
 from .lake import extra_info_fields
-from .spark.cdc import SnapshotColumns, changes_batch, source_of
 from .spark.errors import CdcError
 
 logger = AdapterLogger("DuckLake")
@@ -39,6 +38,8 @@ def plan_changes_snapshot(
     since: int | None,
     default_schema: str,
 ) -> dict[str, Any] | None:
+    from .spark.cdc import SnapshotColumns, changes_batch, source_of  # the Spark layer
+
     keys = [unique_key] if isinstance(unique_key, str) else list(unique_key or [])
     renamed = {k.removeprefix("dbt_"): v for k, v in (column_names or {}).items()}
     names = SnapshotColumns(

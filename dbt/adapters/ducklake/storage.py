@@ -12,11 +12,12 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from .lake import S3Settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 

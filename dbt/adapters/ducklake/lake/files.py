@@ -13,15 +13,35 @@ build their filesystem on first use.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
+
+class _OnFirstUse:
+    """A module imported when one of its names is first asked for: opening a lake to
+    read its catalog (a metadata-only dbt command) needs no pyarrow."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        module: ModuleType = importlib.import_module(self._name)
+        return getattr(module, attr)
+
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+else:
+    pafs = _OnFirstUse("pyarrow.fs")
+    pq = _OnFirstUse("pyarrow.parquet")
 
 S3_SCHEMES = ("s3://", "s3a://")
 URL_STYLES = ("path", "vhost")
@@ -109,7 +129,11 @@ class S3Settings:
 
 # one filesystem per settings and process (tasks build theirs on first use)
 _FILESYSTEMS: dict[S3Settings, pafs.FileSystem] = {}
-_LOCAL = pafs.LocalFileSystem()
+
+
+@functools.cache
+def _local() -> pafs.LocalFileSystem:
+    return pafs.LocalFileSystem()
 
 
 @dataclass(frozen=True)
@@ -134,7 +158,7 @@ class FileIO:
                 return fs, path[len(scheme) :]
         if is_url(path):
             raise ValueError(f"{path!r}: data paths are local paths or s3:// URLs")
-        return _LOCAL, os.path.abspath(path)
+        return _local(), os.path.abspath(path)
 
     def size(self, path: str) -> int:
         fs, inner = self._resolve(path)
@@ -171,7 +195,7 @@ class FileIO:
     def makedirs(self, path: str) -> None:
         """Create a directory (S3 has none to create)."""
         fs, inner = self._resolve(path)
-        if fs is _LOCAL:
+        if fs is _local():
             fs.create_dir(inner, recursive=True)
 
     def list_names(self, directory: str) -> list[str]:
@@ -224,7 +248,7 @@ class FileIO:
     def _for_writing(self, path: str) -> tuple[pafs.FileSystem, str]:
         """The file's filesystem, its local parent directory created."""
         fs, inner = self._resolve(path)
-        if fs is _LOCAL:
+        if fs is _local():
             fs.create_dir(os.path.dirname(inner), recursive=True)
         return fs, inner
 

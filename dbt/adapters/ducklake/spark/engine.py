@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -34,6 +34,7 @@ from ..lake import (
 )
 from .arrow import WriteOptions
 from .collect import collect_rows
+from .commit_info import CommitInfo
 from .errors import NotNullViolation, WriteError
 from .scan import read_back
 from .types import ducklake_spec, spark_type
@@ -43,13 +44,6 @@ from .write_task import partition_key, time_part
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
 DEFAULT_INLINING_ROW_LIMIT = 10  # DuckDB's default for lakes without the option
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    author: str | None = None
-    message: str | None = None
-    extra_info: Any = None
 
 
 def begin(lake: Lake, commit: CommitInfo | None) -> Transaction:

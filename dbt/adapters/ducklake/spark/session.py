@@ -11,7 +11,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -20,75 +19,10 @@ from .class_archive import with_class_archive
 from .compat import SPARK_3_DEFAULTS, version_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
+from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master, ship_engine
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
-
-# What the format needs; users may add to these but not change them.
-REQUIRED_CONF: dict[str, str] = {
-    # DuckLake matches Parquet columns by field id = column id, nested fields included
-    "spark.sql.parquet.fieldId.write.enabled": "true",
-    "spark.sql.parquet.fieldId.read.enabled": "true",
-    # a column added after a file was written is simply absent from that file
-    "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
-    # DuckLake timestamps are INT64 microseconds; Spark's INT96 default is wrong for it
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    # proleptic Gregorian calendar both ways, like DuckDB
-    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
-    "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
-}
-
-# Defaults a user may override through spark_conf.
-DEFAULT_CONF: dict[str, str] = {
-    # partition values of time transforms and TIMESTAMP rendering are evaluated in the
-    # session time zone; UTC makes them match DuckDB's defaults
-    "spark.sql.session.timeZone": "UTC",
-    # failing casts and overflows raise, as in DuckDB (Spark 4's default; 3.5's is off)
-    "spark.sql.ansi.enabled": "true",
-    "spark.ui.showConsoleProgress": "false",
-    # DuckLake hands Spark the exact file list of a snapshot; a distributed listing job
-    # for it costs seconds on local disks (lower this for object stores with slow HEADs)
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-    # an Arrow batch into a Python task stays far below Arrow's 2 GiB per column (a
-    # batch of sealed files holds whole files, see sealed.py)
-    "spark.sql.execution.arrow.maxBytesPerBatch": str(256 << 20),
-}
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    master: str | None = None  # spark_master; local[*] when neither this nor remote is set
-    remote: str | None = None  # spark_remote: sc://host:15002 (Spark Connect)
-    conf: Mapping[str, Any] = field(default_factory=dict)
-    app_name: str = "dbt-ducklake"
-    # a file for the JVM's console (log4j, JVM warnings, Python workers); None keeps
-    # it on this process's stderr
-    console_log: str | None = None
-
-    @property
-    def local(self) -> bool:
-        """Executors run on this machine (a local master, not Connect)."""
-        return not self.remote and is_local_master(self.master)
-
-    def validate(self) -> None:
-        if self.master and self.remote:
-            raise SessionConfigError(
-                "spark_master and spark_remote are exclusive: set spark_master for a "
-                "local or standalone cluster, or spark_remote (sc://host:port) for Spark Connect"
-            )
-        if self.remote and not self.remote.startswith("sc://"):
-            raise SessionConfigError(
-                f"spark_remote {self.remote!r} must be a Spark Connect URL sc://host:port"
-            )
-        for key, value in REQUIRED_CONF.items():
-            given = self.conf.get(key)
-            if given is not None and str(given).lower() != value.lower():
-                raise SessionConfigError(
-                    f"spark_conf {key}={given!r} conflicts with DuckLake, which needs {value!r}"
-                )
-
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
