@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -93,14 +92,14 @@ class LakeCursor:
             return _shown(self._rows)
         if self._df is None:
             return []
-        return _shown(_collected(self._df))
+        return _collected(self._df)
 
     def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
         if self._rows is not None:
             return _shown(self._rows[:size])
         if self._df is None:
             return []
-        return _shown(_collected(self._df, size))
+        return _collected(self._df, size)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         rows = self.fetchmany(1)
@@ -111,16 +110,17 @@ class LakeCursor:
 
 
 def _collected(df: DataFrame, limit: int | None = None) -> list[tuple[Any, ...]]:
+    """A query's rows for dbt; Spark's variants shown as JSON."""
     from .spark.collect import collect_rows
+    from .spark.compat import VARIANT_VALUES
 
-    return collect_rows(df, limit)
+    return _shown(collect_rows(df, limit), VARIANT_VALUES)
 
 
-def _shown(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Values agate cannot take as text: DuckDB's `infinity` dates as DuckDB prints them
-    (Python's date has no such value), variants as JSON (only Spark's rows hold them)."""
-    compat = sys.modules.get("dbt.adapters.ducklake.spark.compat")
-    as_text = (Infinite, *(compat.VARIANT_VALUES if compat is not None else ()))
+def _shown(rows: list[tuple[Any, ...]], also: tuple[type, ...] = ()) -> list[tuple[Any, ...]]:
+    """Values agate cannot take as text, and `also`: DuckDB's `infinity` dates as DuckDB
+    prints them (Python's date has no such value)."""
+    as_text = (Infinite, *also)
     return [tuple(str(v) if isinstance(v, as_text) else v for v in r) for r in rows]
 
 
