@@ -25,7 +25,7 @@ MAGIC = struct.pack("<I", 0xF00BABA8)
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    for name in ("DUCKLAKE_CLASS_ARCHIVE", *class_archive._JVM_OPTION_VARIABLES):
+    for name in ("DUCKLAKE_CLASS_ARCHIVE", *class_archive.JVM_OPTION_VARIABLES):
         monkeypatch.delenv(name, raising=False)
     return tmp_path / "dbt-ducklake" / "class-archives"
 

@@ -6,7 +6,7 @@ config changed since the table was laid out."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +43,11 @@ def model_layout(model: str, config: Mapping[str, Any]) -> Layout:
         StatementError,
         partition_fields,
         sort_fields,
+        split_top_level,
     )
 
-    partition_items = _items(model, config, "partition_by", PARTITION_FORMS)
-    sort_items = _items(model, config, "sorted_by", (SORT_FORM,))
+    partition_items = _items(model, config, "partition_by", PARTITION_FORMS, split_top_level)
+    sort_items = _items(model, config, "sorted_by", (SORT_FORM,), split_top_level)
     try:
         partition = partition_fields(list(partition_items)) if partition_items else []
     except StatementError as exc:
@@ -96,7 +97,11 @@ def _fold(fields: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
 
 
 def _items(
-    model: str, config: Mapping[str, Any], option: str, accepted: tuple[str, ...]
+    model: str,
+    config: Mapping[str, Any],
+    option: str,
+    accepted: tuple[str, ...],
+    split: Callable[[str], list[str]],
 ) -> tuple[str, ...]:
     alias = ALIASES[option]
     value, alias_value = config.get(option), config.get(alias)
@@ -106,9 +111,7 @@ def _items(
     if value is None:
         return ()
     if isinstance(value, str):
-        from .spark.statements import split_top_level
-
-        value = split_top_level(value)  # "year(ts), region" or one key
+        value = split(value)  # "year(ts), region" or one key
     if not isinstance(value, list | tuple) or not all(
         isinstance(v, str) and v.strip() for v in value
     ):

@@ -8,6 +8,7 @@ lake (`spark/warm.py`). Metadata-only commands (`run-operation`, `ls`, `parse`, 
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import replace
 
@@ -29,10 +30,8 @@ def prestart_spark(credentials: DucklakeCredentials) -> threading.Thread | None:
     the command will need it and no session runs yet; the thread, or None."""
     if not credentials.spark_prestart or dbt_command() not in NODE_COMMANDS:
         return None
-    from .spark.session import session_started  # pyspark loads for commands that run nodes
-
     with _claimed:
-        if _started or session_started():
+        if _started or _session_started():
             return None
         thread = threading.Thread(
             target=_start, args=(credentials,), name="ducklake-prestart", daemon=True
@@ -42,9 +41,16 @@ def prestart_spark(credentials: DucklakeCredentials) -> threading.Thread | None:
     return thread
 
 
+def _session_started() -> bool:
+    """Whether a session exists, without importing pyspark on dbt's main thread: a
+    process that never imported the session module has none, and the import is left
+    to the background thread."""
+    session = sys.modules.get(f"{__package__}.spark.session")
+    return session is not None and session.session_started()
+
+
 def _start(credentials: DucklakeCredentials) -> None:
     from .spark.session import get_session
-    from .spark.warm import warm_up
 
     logger.debug("starting Spark in the background while dbt parses")
     try:
@@ -57,6 +63,9 @@ def _start(credentials: DucklakeCredentials) -> None:
         config = credentials.session_config(data_path)
         spark = get_session(replace(config, console_log=spark_console_log()))
         if config.local:
+            # imported once the JVM runs: its start is what the first model waits for
+            from .spark.warm import warm_up
+
             done = warm_up(spark)
             logger.debug(f"Spark warmed in the background: {done} statements")
     except Exception as exc:  # the first statement starts Spark again and reports it

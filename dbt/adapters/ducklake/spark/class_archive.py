@@ -37,7 +37,7 @@ OPTIONS_KEY = "spark.driver.extraJavaOptions"
 _CLASS_PATH_KEYS = ("spark.jars", "spark.jars.packages", "spark.driver.extraClassPath")
 _QUIET = "-Xlog:cds*=off -Xlog:class+path*=off"
 # where else the driver JVM's options come from: a CDS option there is the user's own
-_JVM_OPTION_VARIABLES = (
+JVM_OPTION_VARIABLES = (
     "SPARK_SUBMIT_OPTS",
     "JAVA_TOOL_OPTIONS",
     "JDK_JAVA_OPTIONS",
@@ -68,7 +68,7 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
         not CLIENT_IS_SPARK_4  # Spark 3.5 may run on Java 8/11 (no dynamic archives)
         or os.environ.get("DUCKLAKE_CLASS_ARCHIVE", "").lower() in ("off", "0", "false")
         or _manages_sharing(own)
-        or any(_manages_sharing(os.environ.get(name, "")) for name in _JVM_OPTION_VARIABLES)
+        or any(_manages_sharing(os.environ.get(name, "")) for name in JVM_OPTION_VARIABLES)
     ):
         return out, None
     folder = cache_folder()

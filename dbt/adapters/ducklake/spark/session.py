@@ -19,6 +19,7 @@ from .class_archive import with_class_archive
 from .compat import SPARK_3_DEFAULTS, version_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
+from .jit import with_short_run_jit
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master, ship_engine
 
@@ -55,7 +56,7 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         if not config.remote:
             settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
             settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
-            settings = with_class_archive(settings)
+            settings = with_short_run_jit(with_class_archive(settings))
             _numpy_converters_ask_numpy_values_only()
         builder: Any = SparkSession.builder.appName(config.app_name)
         if config.remote:
