@@ -4,8 +4,8 @@ just-in-time compilers (C1 and C2) on code that a short run leaves behind, on a 
 whose cores also run dbt's threads. `-XX:CompileThresholdScaling=10` asks for ten times
 the invocations before a method is compiled. Code that does data work (per row, per
 batch) still reaches the thresholds within milliseconds. Measured here (2 cores, 50
-tiny models): the JVM's CPU 19 -> 14 s per run; a 10M-row write and scan and the small
-changes are no slower.
+tiny models): the JVM's CPU 17-20 -> 13-15 s per run, the run 18.1 -> 16.7 s; a
+10M-row write and scan and the small changes are no slower.
 
 The user's own JIT options win: any compile-threshold or tiered-compilation flag in
 `spark.driver.extraJavaOptions` or in the JVM's option variables leaves the defaults
