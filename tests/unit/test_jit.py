@@ -1,6 +1,6 @@
-"""The driver JVM's raised compile thresholds: added to the user's options, spelled as
-the machine's Java knows them, and out of the way when the user (or a test lane)
-manages the compilers."""
+"""The driver JVM's raised compile thresholds: only when asked for, added to the user's
+options, spelled as the machine's Java knows them, and out of the way when the user (or
+a test lane) manages the compilers."""
 
 from __future__ import annotations
 
@@ -15,9 +15,19 @@ from dbt.adapters.ducklake.spark.jit import SHORT_RUN_JIT, with_short_run_jit
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DUCKLAKE_JIT", *JVM_OPTION_VARIABLES):
+def _asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in JVM_OPTION_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DUCKLAKE_JIT", "short-runs")
+
+
+def test_hotspots_defaults_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in (None, "", "default", "short"):
+        if value is None:
+            monkeypatch.delenv("DUCKLAKE_JIT")
+        else:
+            monkeypatch.setenv("DUCKLAKE_JIT", value)
+        assert with_short_run_jit({OPTIONS_KEY: "-Xmx2g"}) == {OPTIONS_KEY: "-Xmx2g"}, value
 
 
 def test_added_before_the_users_other_options() -> None:
@@ -38,11 +48,6 @@ def test_compiler_options_in_the_jvms_environment_are_left_alone(
 ) -> None:
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     assert with_short_run_jit({}) == {}
-
-
-def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DUCKLAKE_JIT", "default")
-    assert with_short_run_jit({OPTIONS_KEY: "-Xmx2g"}) == {OPTIONS_KEY: "-Xmx2g"}
 
 
 def test_the_machines_java_knows_the_flag() -> None:
