@@ -45,8 +45,8 @@ def _session_started() -> bool:
     """Whether a session exists, without importing pyspark on dbt's main thread: a
     process that never imported the session module has none, and the import is left
     to the background thread."""
-    session = sys.modules.get(f"{__package__}.spark.session")
-    return session is not None and session.session_started()
+    started = getattr(sys.modules.get(f"{__package__}.spark.session"), "session_started", None)
+    return started is not None and started()
 
 
 def _start(credentials: DucklakeCredentials) -> None:

@@ -67,8 +67,7 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
     if (
         not CLIENT_IS_SPARK_4  # Spark 3.5 may run on Java 8/11 (no dynamic archives)
         or os.environ.get("DUCKLAKE_CLASS_ARCHIVE", "").lower() in ("off", "0", "false")
-        or _manages_sharing(own)
-        or any(_manages_sharing(os.environ.get(name, "")) for name in JVM_OPTION_VARIABLES)
+        or user_sets(_SHARING_FLAGS, own)
     ):
         return out, None
     folder = cache_folder()
@@ -98,8 +97,14 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
     return out, partial
 
 
-def _manages_sharing(options: str) -> bool:
-    return any(flag in options for flag in ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit"))
+_SHARING_FLAGS = ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit")
+
+
+def user_sets(flags: tuple[str, ...], own_options: str) -> bool:
+    """Whether the user's driver options or the JVM's option variables already name any
+    of `flags`: then the user manages that part of the JVM and we add nothing."""
+    sources = [own_options, *(os.environ.get(name, "") for name in JVM_OPTION_VARIABLES)]
+    return any(flag in options for options in sources for flag in flags)
 
 
 def archive_key(settings: Mapping[str, str]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .class_archive import JVM_OPTION_VARIABLES, OPTIONS_KEY
+from .class_archive import OPTIONS_KEY, user_sets
 
 SHORT_RUN_JIT = "-XX:CompileThresholdScaling=10"
 ENVIRONMENT_KEY = "DUCKLAKE_JIT"
@@ -31,15 +31,7 @@ def with_short_run_jit(settings: Mapping[str, str]) -> dict[str, str]:
     asks for it (`DUCKLAKE_JIT=short-runs`) and the user manages no JIT option."""
     out = dict(settings)
     own = out.get(OPTIONS_KEY, "")
-    if (
-        os.environ.get(ENVIRONMENT_KEY, "").lower() != SHORT_RUNS
-        or _manages_jit(own)
-        or any(_manages_jit(os.environ.get(name, "")) for name in JVM_OPTION_VARIABLES)
-    ):
+    if os.environ.get(ENVIRONMENT_KEY, "").lower() != SHORT_RUNS or user_sets(_JIT_FLAGS, own):
         return out
     out[OPTIONS_KEY] = f"{SHORT_RUN_JIT} {own}".strip()
     return out
-
-
-def _manages_jit(options: str) -> bool:
-    return any(flag in options for flag in _JIT_FLAGS)
