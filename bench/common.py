@@ -7,6 +7,7 @@ the single table `./dev bench` ends with.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 RESULTS_ENV = "DUCKLAKE_BENCH_RESULTS"
@@ -125,3 +126,21 @@ def run_dbt(root: str, target: str, args: list[str]) -> float:
         print(done.stdout[-4000:], done.stderr[-4000:], sep="\n")
         raise SystemExit(f"dbt {' '.join(args)} --target {target} failed")
     return elapsed
+
+
+@contextlib.contextmanager
+def own_kept_jvms(root: str) -> Iterator[None]:
+    """Kept driver JVMs (`spark_keep_alive`) started inside live in a cache folder under
+    `root` and are stopped on the way out, so a bench neither finds a user's warm JVM
+    nor leaves its own running."""
+    from dbt.adapters.ducklake.spark import resident
+
+    user_cache = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(root, "cache")
+    try:
+        yield
+    finally:
+        resident.stop_all()
+        os.environ.pop("XDG_CACHE_HOME")
+        if user_cache is not None:
+            os.environ["XDG_CACHE_HOME"] = user_cache

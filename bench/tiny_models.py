@@ -3,7 +3,9 @@
 Fifty incremental models (`append`), each adding ten new rows per run, threads 4, on
 three adapters in turn, each `dbt` invocation a fresh process (JVM start and dbt's own
 start included, as a user waits for them):
-- ours (`type: ducklake`, SQLite catalog, `local[2]`);
+- ours (`type: ducklake`, SQLite catalog, `local[2]`), each process its own JVM;
+- ours with `spark_keep_alive` (the processes share a driver JVM kept between them,
+  started by the untimed first build; stopped at the end);
 - dbt-spark + Delta Lake on the same Spark (`method: session`, Delta jars from
   `./dev jars`);
 - dbt-duckdb on a DuckLake catalog (DuckDB's ducklake extension, loaded by path).
@@ -34,16 +36,22 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import record, run_dbt
+from bench.common import own_kept_jvms, record, run_dbt
 from tests import duck
 from tests.duck import extension_path
 
 MODELS = 50
 ROWS_PER_RUN = 10
 THREADS = 4
-TARGETS = ("ducklake", "delta", "duckdb")
+TARGETS = ("ducklake", "kept", "delta", "duckdb")
+KEEP_ALIVE_S = 600
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-LABELS = {"ducklake": "ours", "delta": "dbt-spark+delta", "duckdb": "dbt-duckdb+ducklake"}
+LABELS = {
+    "ducklake": "ours",
+    "kept": "ours, spark_keep_alive",
+    "delta": "dbt-spark+delta",
+    "duckdb": "dbt-duckdb+ducklake",
+}
 
 # portable SQL: a VALUES list reads the same on Spark and DuckDB
 MODEL = """{{{{ config(materialized='incremental', incremental_strategy='append',
@@ -82,12 +90,15 @@ def write_project(root: str, jars: list[str]) -> None:
     with open(os.path.join(root, "profiles.yml"), "w") as f:
         f.write(
             "tiny:\n  target: ducklake\n  outputs:\n"
-            "    ducklake:\n      type: ducklake\n"
-            f"      metadata: sqlite:///{root}/lake/metadata.sqlite\n"
-            f"      data_path: {root}/lake/data\n"
-            f"      schema: bench\n      threads: {THREADS}\n      spark_master: local[2]\n"
-            "      spark_conf:\n"
-            + "".join(f'        {k}: "{v}"\n' for k, v in spark_conf.items())
+            + "".join(
+                f"    {target}:\n      type: ducklake\n"
+                f"      metadata: sqlite:///{root}/{target}/metadata.sqlite\n"
+                f"      data_path: {root}/{target}/data\n"
+                f"      schema: bench\n      threads: {THREADS}\n      spark_master: local[2]\n"
+                f"      spark_keep_alive: {keep_alive}\n      spark_conf:\n"
+                + "".join(f'        {k}: "{v}"\n' for k, v in spark_conf.items())
+                for target, keep_alive in (("ducklake", 0), ("kept", KEEP_ALIVE_S))
+            )
             + "    delta:\n      type: spark\n      method: session\n"
             f"      host: NA\n      schema: bench\n      threads: {THREADS}\n"
             "      server_side_parameters:\n"
@@ -107,27 +118,27 @@ def check_counts(root: str, targets: tuple[str, ...], rows: int) -> None:
     """Every model holds `rows` rows, counted by each adapter's engine: ours must; a
     peer's shortfall is printed (dbt-duckdb on DuckLake has lost appends under threads)."""
     for target in targets:
-        counts = COUNTERS[target](root)
+        counts = COUNTERS[target](root, target)
         wrong = {name: n for name, n in counts.items() if n != rows}
         if len(counts) != MODELS or wrong:
             finding = (
                 f"{LABELS[target]}: expected {rows} rows in each of {MODELS} models, found "
                 f"{len(counts)} models, wrong counts {wrong}"
             )
-            if target == "ducklake":
+            if target in ("ducklake", "kept"):
                 raise SystemExit(finding)
             print(f"  a peer's finding (its runs reported success): {finding}")
             continue
         print(f"  {LABELS[target]}: {MODELS} models of {rows} rows each")
 
 
-def _count_ducklake(root: str) -> dict[str, int]:
+def _count_ducklake(root: str, target: str) -> dict[str, int]:
     con = duck.connect()
-    duck.attach(con, f"sqlite:{root}/lake/metadata.sqlite", options="READ_ONLY")
+    duck.attach(con, f"sqlite:{root}/{target}/metadata.sqlite", options="READ_ONLY")
     return _counts(con, "lake")
 
 
-def _count_duckdb(root: str) -> dict[str, int]:
+def _count_duckdb(root: str, target: str) -> dict[str, int]:
     con = duck.connect()
     duck.attach(
         con, f"{root}/duck/metadata.ducklake", data_path=f"{root}/duck/data", options="READ_ONLY"
@@ -144,7 +155,7 @@ def _counts(con: object, catalog: str) -> dict[str, int]:
     }
 
 
-def _count_delta(root: str) -> dict[str, int]:
+def _count_delta(root: str, target: str) -> dict[str, int]:
     from pyspark.sql import SparkSession
 
     spark = (
@@ -162,7 +173,12 @@ def _count_delta(root: str) -> dict[str, int]:
     return counts
 
 
-COUNTERS = {"ducklake": _count_ducklake, "duckdb": _count_duckdb, "delta": _count_delta}
+COUNTERS = {
+    "ducklake": _count_ducklake,
+    "kept": _count_ducklake,
+    "duckdb": _count_duckdb,
+    "delta": _count_delta,
+}
 
 
 def _jars() -> list[str]:
@@ -203,38 +219,47 @@ def main() -> None:
         raise SystemExit("no Delta jars in .jars/peers: run ./dev jars first")
     root = tempfile.mkdtemp(prefix="bench-tiny-")
     try:
-        write_project(root, jars)
-        print(
-            f"dbt project: {MODELS} incremental models, {ROWS_PER_RUN} new rows each run, "
-            f"threads {THREADS}"
-        )
-        # the first build creates the schema: one thread, as DuckDB's extension 1.5.5
-        # fails a commit with "schema not found" when dbt-duckdb's threads race for it
-        first = {target: run_dbt(root, target, ["run", "--threads", "1"]) for target in targets}
-        print("  first build: " + ", ".join(f"{LABELS[t]} {s:.1f} s" for t, s in first.items()))
-        samples: dict[str, list[float]] = {target: [] for target in targets}
-        for round_ in range(1, args.rounds + 1):
-            # the adapters take turns going first, so none always runs on warmer caches
-            shift = round_ % len(targets)
-            for target in targets[shift:] + targets[:shift]:
-                vars_ = f"{{round: {round_}}}"
-                samples[target].append(run_dbt(root, target, ["run", "--vars", vars_]))
-        medians = {target: statistics.median(times) for target, times in samples.items()}
-        line = "  incremental run, median: " + ", ".join(
-            f"{LABELS[t]} {s:.1f} s" for t, s in medians.items()
-        )
-        print(line)
-        goals = {"delta": "<= 0.5", "duckdb": "<= 2.0"}
-        for peer, goal in goals.items():
-            if peer in medians and "ducklake" in medians:
-                ratio = medians["ducklake"] / medians[peer]
-                print(f"  ours / {LABELS[peer]}: {ratio:.2f}x (goal {goal})")
-                record("tiny models", f"50 tiny models vs {LABELS[peer]}", ratio, "x", goal)
-        check_counts(root, targets, ROWS_PER_RUN * (args.rounds + 1))
-        if "ducklake" in targets and "duckdb" in targets:
-            metadata_only_floor(root, args.rounds)
+        with own_kept_jvms(root):
+            measure(root, targets, args.rounds, jars)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(root: str, targets: tuple[str, ...], rounds: int, jars: list[str]) -> None:
+    """The first build, `rounds` timed incremental runs per target, the ratios, the
+    row counts and the metadata-only floor."""
+    write_project(root, jars)
+    print(
+        f"dbt project: {MODELS} incremental models, {ROWS_PER_RUN} new rows each run, "
+        f"threads {THREADS}"
+    )
+    # the first build creates the schema: one thread, as DuckDB's extension 1.5.5
+    # fails a commit with "schema not found" when dbt-duckdb's threads race for it
+    first = {target: run_dbt(root, target, ["run", "--threads", "1"]) for target in targets}
+    print("  first build: " + ", ".join(f"{LABELS[t]} {s:.1f} s" for t, s in first.items()))
+    samples: dict[str, list[float]] = {target: [] for target in targets}
+    for round_ in range(1, rounds + 1):
+        # the adapters take turns going first, so none always runs on warmer caches
+        shift = round_ % len(targets)
+        for target in targets[shift:] + targets[:shift]:
+            vars_ = f"{{round: {round_}}}"
+            samples[target].append(run_dbt(root, target, ["run", "--vars", vars_]))
+    medians = {target: statistics.median(times) for target, times in samples.items()}
+    line = "  incremental run, median: " + ", ".join(
+        f"{LABELS[t]} {s:.1f} s" for t, s in medians.items()
+    )
+    print(line)
+    goals = {"delta": "<= 0.5", "duckdb": "<= 2.0"}
+    for ours in ("ducklake", "kept"):
+        for peer, goal in goals.items():
+            if peer in medians and ours in medians:
+                ratio = medians[ours] / medians[peer]
+                name = f"{LABELS[ours]} / {LABELS[peer]}"
+                print(f"  {name}: {ratio:.2f}x (goal {goal})")
+                record("tiny models", f"50 tiny models, {name}", ratio, "x", goal)
+    check_counts(root, targets, ROWS_PER_RUN * (rounds + 1))
+    if "ducklake" in targets and "duckdb" in targets:
+        metadata_only_floor(root, rounds)
 
 
 if __name__ == "__main__":

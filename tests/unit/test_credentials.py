@@ -29,6 +29,13 @@ def test_defaults() -> None:
             {"spark_conf": {"spark.sql.parquet.outputTimestampType": "INT96"}},
             "conflicts with DuckLake",
         ),
+        ({"spark_remote": "sc://h:15002", "spark_keep_alive": 600}, "spark_keep_alive.*local"),
+        ({"spark_master": "spark://h:7077", "spark_keep_alive": 60}, "spark_keep_alive.*local"),
+        ({"spark_keep_alive": -1}, "spark_keep_alive -1 must be 0"),
+        (
+            {"data_path": "s3://b/p", "s3_endpoint": "http://h:9000", "spark_keep_alive": 60},
+            "spark_keep_alive works with data paths on local",
+        ),
     ],
 )
 def test_bad_profiles_name_the_field(change: dict, message: str) -> None:

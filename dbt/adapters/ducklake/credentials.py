@@ -52,6 +52,8 @@ class DucklakeCredentials(Credentials):
     write_deletion_vectors: bool | None = None
     # commands that run nodes start Spark (and, local, warm it) while dbt parses
     spark_prestart: bool = True
+    # seconds a local driver JVM stays up for the next dbt command (0: one per command)
+    spark_keep_alive: int = 0
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -81,6 +83,7 @@ class DucklakeCredentials(Credentials):
             "encrypted",
             "write_deletion_vectors",
             "spark_prestart",
+            "spark_keep_alive",
         )
 
     @classmethod
@@ -178,8 +181,18 @@ class DucklakeCredentials(Credentials):
         master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"
         conf = {k: str(v) for k, v in self.spark_conf.items()}
         if uses_s3(data_path or self.data_path) and not self.spark_remote:
+            if self.spark_keep_alive:
+                # S3A's settings live in the JVM's Hadoop configuration, which a kept
+                # JVM would share between profiles
+                raise DbtConfigError(
+                    "ducklake profile: spark_keep_alive works with data paths on local or "
+                    "mounted storage; remove it for the S3 data path "
+                    f"{data_path or self.data_path}"
+                )
             conf = with_s3_jars(conf, s3_jars())
-        return SessionConfig(master=master, remote=self.spark_remote, conf=conf)
+        return SessionConfig(
+            master=master, remote=self.spark_remote, conf=conf, keep_alive_s=self.spark_keep_alive
+        )
 
 
 def _os_user() -> str:

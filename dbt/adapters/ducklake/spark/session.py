@@ -28,11 +28,13 @@ log = logging.getLogger("dbt.adapters.ducklake.spark")
 _lock = threading.Lock()
 _session: SparkSession | None = None
 _session_config: SessionConfig | None = None
+# whether the session is on a kept JVM (resident.py), which outlives this process
+_resident = False
 
 
 def get_session(config: SessionConfig | None = None) -> SparkSession:
     """The process's SparkSession, built once from `config` and reused afterwards."""
-    global _session, _session_config
+    global _session, _session_config, _resident
     config = config or SessionConfig()
     with _lock:
         if _session is not None:
@@ -55,40 +57,56 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
         }
         if not config.remote:
             settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
-            settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
-            settings = with_short_run_jit(with_class_archive(settings))
             _numpy_converters_ask_numpy_values_only()
-        builder: Any = SparkSession.builder.appName(config.app_name)
-        if config.remote:
-            builder = builder.remote(config.remote)
-        else:
-            builder = builder.master(config.master or "local[*]")
-            if config.console_log:
-                _start_jvm_logging_to(
-                    config.console_log,
-                    {
-                        **settings,
-                        "spark.master": config.master or "local[*]",
-                        "spark.app.name": config.app_name,
-                    },
-                )
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        if config.console_log:
-            _quiet_python_error_loggers()
-        session = builder.getOrCreate()
-        if config.remote:
-            # the server's Spark, which may differ from this client's
-            server = f"the Spark Connect server {config.remote}"
-            require_supported_spark(server, session.version, connect=True)
-            # Spark Connect sessions take SQL configs at runtime
-            for key, value in REQUIRED_CONF.items():
-                session.conf.set(key, value)
+        if config.keep_alive_s:
+            from .resident import attach
+
+            session = attach(
+                settings, config.master or "local[*]", config.app_name, config.keep_alive_s
+            )
+            _session, _session_config, _resident = session, config, True
+            return session
+        session = _build(config, settings)
         if not local:
             ship_engine(session, connect=bool(config.remote))
         _session, _session_config = session, config
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
+
+
+def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
+    """A session of this process's own JVM (local or a cluster's driver) or of a Spark
+    Connect server."""
+    if not config.remote:
+        settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
+        settings = with_short_run_jit(with_class_archive(settings))
+    builder: Any = SparkSession.builder.appName(config.app_name)
+    if config.remote:
+        builder = builder.remote(config.remote)
+    else:
+        builder = builder.master(config.master or "local[*]")
+        if config.console_log:
+            _start_jvm_logging_to(
+                config.console_log,
+                {
+                    **settings,
+                    "spark.master": config.master or "local[*]",
+                    "spark.app.name": config.app_name,
+                },
+            )
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    if config.console_log:
+        _quiet_python_error_loggers()
+    session = builder.getOrCreate()
+    if config.remote:
+        # the server's Spark, which may differ from this client's
+        server = f"the Spark Connect server {config.remote}"
+        require_supported_spark(server, session.version, connect=True)
+        # Spark Connect sessions take SQL configs at runtime
+        for key, value in REQUIRED_CONF.items():
+            session.conf.set(key, value)
+    return session
 
 
 class _NumpyValuesOnly:
@@ -266,11 +284,12 @@ def _quiet_python_error_loggers() -> None:
 
 
 def stop_session() -> None:
-    global _session, _session_config
+    """Stop the process's session; one on a kept JVM is left running for others."""
+    global _session, _session_config, _resident
     with _lock:
-        if _session is not None:
+        if _session is not None and not _resident:
             _session.stop()
-        _session, _session_config = None, None
+        _session, _session_config, _resident = None, None, False
 
 
 def label_jobs(spark: SparkSession, group: str, description: str) -> None:
@@ -281,6 +300,10 @@ def label_jobs(spark: SparkSession, group: str, description: str) -> None:
         spark.addTag(_tag(group))
     else:
         spark.sparkContext.setJobGroup(_tag(group), description, interruptOnCancel=True)
+        if _resident:  # the keeper stops the jobs of a process that was killed
+            from .resident import process_tag
+
+            spark.sparkContext.addJobTag(process_tag(os.getpid()))
 
 
 def cancel_jobs(spark: SparkSession, group: str) -> None:
@@ -292,8 +315,10 @@ def cancel_jobs(spark: SparkSession, group: str) -> None:
 
 
 def _tag(group: str) -> str:
-    # Spark Connect tags may not contain commas
-    return "dbt-" + "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in group)
+    # Spark Connect tags may not contain commas; the process id, as processes sharing
+    # a kept JVM (resident.py) share its job groups
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in group)
+    return f"dbt-{os.getpid()}-{safe}"
 
 
 def _is_connect(spark: SparkSession) -> bool:

@@ -53,6 +53,9 @@ class SessionConfig:
     # a file for the JVM's console (log4j, JVM warnings, Python workers); None keeps
     # it on this process's stderr
     console_log: str | None = None
+    # spark_keep_alive: seconds a local driver JVM outlives the last dbt process using
+    # it (resident.py); 0 starts and stops a JVM with each process
+    keep_alive_s: int = 0
 
     @property
     def local(self) -> bool:
@@ -68,6 +71,16 @@ class SessionConfig:
         if self.remote and not self.remote.startswith("sc://"):
             raise SessionConfigError(
                 f"spark_remote {self.remote!r} must be a Spark Connect URL sc://host:port"
+            )
+        if self.keep_alive_s < 0:
+            raise SessionConfigError(
+                f"spark_keep_alive {self.keep_alive_s} must be 0 (off) or the seconds a "
+                "local driver JVM waits for the next dbt command"
+            )
+        if self.keep_alive_s and not self.local:
+            raise SessionConfigError(
+                "spark_keep_alive keeps a local driver JVM between dbt commands; it needs a "
+                f"local spark_master (local, local[N], local[*]), not {self.remote or self.master}"
             )
         for key, value in REQUIRED_CONF.items():
             given = self.conf.get(key)
