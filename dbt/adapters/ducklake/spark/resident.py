@@ -9,9 +9,10 @@ find it started and compiled. The keeper exits after N seconds without a dbt pro
 
 Files, in a folder of the user's cache, per key (the settings, Java, pyspark, this
 Python and this package's code, so a changed setting or upgrade starts a new JVM):
-`<key>.json` the gateway's port and secret (mode 0600), `<key>.clients` a lock every
-attached process holds shared, `<key>.start` a lock held while a keeper is started or
-retired, `<key>.log` the JVM's console.
+`<key>.json` the gateway's port and secret (mode 0600); `<key>.alive` a lock the keeper
+holds while it lives; `<key>.clients` a lock every attached process holds shared, and
+a line with its pid; `<key>.start` a lock held while a keeper is started or retired;
+`<key>.log` the keeper's lines and the JVM's console.
 """
 
 from __future__ import annotations
