@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .class_archive import cache_folder
+from .driver_jvm import driver_settings, tail_of
 from .errors import SessionConfigError
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
@@ -166,14 +167,8 @@ def _start_keeper(base: Path, spec: Mapping[str, Any]) -> dict[str, Any]:
     keeper.kill()
     raise SessionConfigError(
         f"the kept Spark driver did not start (spark_keep_alive); its log is {log_path}:\n"
-        + _tail(log_path)
+        + tail_of(log_path)
     )
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as f:
-        return "".join(f.readlines()[-lines:])
-    return ""
 
 
 def _session_on(state: Mapping[str, Any]) -> Any:
@@ -221,15 +216,11 @@ def _keep(base: Path) -> None:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    from .class_archive import with_class_archive
-    from .jit import with_short_run_jit
-
     alive = open(base.with_suffix(".alive"), "ab")  # noqa: SIM115 held while this lives
     fcntl.flock(alive, fcntl.LOCK_EX)
     spec = json.loads(base.with_suffix(".spec").read_text())
     base.with_suffix(".spec").unlink()
-    settings = with_short_run_jit(with_class_archive(spec["settings"]))
-    settings.setdefault("spark.sql.warehouse.dir", str(base.with_suffix(".warehouse")))
+    settings = driver_settings(spec["settings"], lambda: str(base.with_suffix(".warehouse")))
     conf = SparkConf(loadDefaults=False)
     conf.setAll([*settings.items(), ("spark.master", spec["master"])])
     conf.setAppName(spec["app_name"])

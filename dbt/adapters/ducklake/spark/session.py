@@ -15,11 +15,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .class_archive import with_class_archive
 from .compat import SPARK_3_DEFAULTS, version_of
+from .driver_jvm import driver_settings, tail_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
-from .jit import with_short_run_jit
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master, ship_engine
 
@@ -78,8 +77,7 @@ def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
     """A session of this process's own JVM (local or a cluster's driver) or of a Spark
     Connect server."""
     if not config.remote:
-        settings.setdefault(WAREHOUSE_KEY, _throwaway_warehouse())
-        settings = with_short_run_jit(with_class_archive(settings))
+        settings = driver_settings(settings, _throwaway_warehouse)
     builder: Any = SparkSession.builder.appName(config.app_name)
     if config.remote:
         builder = builder.remote(config.remote)
@@ -146,8 +144,6 @@ def session_started() -> bool:
     """Whether this process's SparkSession exists (or is being built)."""
     return _session is not None or _lock.locked()
 
-
-WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
 # The oldest Spark line tested (3.5: spark/compat.py takes its other paths)
 OLDEST_SPARK = (3, 5)
@@ -263,15 +259,10 @@ def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
             gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
         except Exception as exc:
             raise RuntimeError(
-                f"Spark's JVM did not start ({exc}); its output is in {path}:\n" + _tail(path)
+                f"Spark's JVM did not start ({exc}); its output is in {path}:\n" + tail_of(path)
             ) from exc
     SparkContext._ensure_initialized(gateway=gateway)
     log.debug("Spark's console output goes to %s", path)
-
-
-def _tail(path: str, lines: int = 15) -> str:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return "".join(f.readlines()[-lines:])
 
 
 def _quiet_python_error_loggers() -> None:
