@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests import venvs
+
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 LOOPBACK = "127.0.0.1"
 
@@ -55,11 +57,7 @@ def executor_venv(path: Path) -> str:
     marker = path / "pyspark-version"
     if marker.exists() and marker.read_text() == pyspark.__version__ and python.exists():
         return str(python)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", f"pyspark[sql]=={pyspark.__version__}"],
-        check=True,
-    )
+    venvs.install(venvs.create(path), f"pyspark[sql]=={pyspark.__version__}")
     marker.write_text(pyspark.__version__)
     return str(python)
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from dbt.adapters.ducklake.storage import hadoop_aws_package
-from tests import duck
+from tests import duck, venvs
 from tests.conftest import S3Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,27 +52,6 @@ def _wheel(out: Path) -> Path:
     )
     (wheel,) = out.glob("dbt_ducklake-*.whl")
     return wheel
-
-
-def _install(venv: Path, wheel: Path) -> None:
-    """A fresh venv of another Python minor with the wheel and its dependencies: by uv
-    where the test venv has it (`./dev setup` puts it there; from its cache, measured
-    22 s -> 0.5 s), else by pip. Neither compiles every module (dbt compiles what it
-    imports)."""
-    python = _other_python()
-    uv = Path(sys.executable).with_name("uv")
-    if not uv.exists():
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "pip"), "install", "-q", "--no-compile", str(wheel)]
-        subprocess.run(pip, check=True)
-        return
-    subprocess.run([uv, "venv", "-q", "--python", python, str(venv)], check=True)
-    links = ["--find-links", os.environ["PIP_FIND_LINKS"]] if "PIP_FIND_LINKS" in os.environ else []
-    install = [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *links]
-    env = {**os.environ, "UV_NATIVE_TLS": "1"}
-    cached = subprocess.run([*install, "--offline", str(wheel)], env=env, capture_output=True)
-    if cached.returncode != 0:  # something is not in uv's cache yet
-        subprocess.run([*install, str(wheel)], env=env, check=True)
 
 
 def _project(root: Path, s3: S3Server, data_path: str) -> Path:
@@ -117,7 +96,7 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
     assert any(n.startswith("dbt/include/ducklake/macros/") for n in names)
 
     venv = tmp_path / "venv"
-    _install(venv, wheel)
+    venvs.install(venvs.create(venv, _other_python()), str(wheel))
 
     data_path = f"s3://{s3_server.new_bucket()}/wheel/"
     project = _project(tmp_path, s3_server, data_path)
