@@ -29,6 +29,7 @@ from .checks import check_key_columns, check_node_names, node_field
 from .column import DucklakeColumn
 from .connections import DucklakeConnectionManager
 from .environment import LakeHandle, commit_extra_info, dbt_command
+from .flag_sources import cheap_flag_sources
 from .freshness import FRESHNESS_FROM_METADATA, MetadataFreshness
 from .lake import SETTABLE_OPTIONS, CatalogNotFoundError, extra_info_fields
 from .layout import Layout, layout_alters, layout_target, model_layout
@@ -64,6 +65,10 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         ConstraintType.primary_key: ConstraintSupport.NOT_SUPPORTED,
         ConstraintType.foreign_key: ConstraintSupport.NOT_SUPPORTED,
     }
+
+    def __init__(self, config: Any, mp_context: Any) -> None:
+        with cheap_flag_sources():  # dbt_common's way reads every frame's source
+            super().__init__(config, mp_context)
 
     @classmethod
     def date_function(cls) -> str:
