@@ -34,3 +34,19 @@ def test_the_first_py4j_arguments_do_not_import_pysparks_test_utilities() -> Non
     done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_numpy_mid_import_on_another_thread_is_no_numpy_value(monkeypatch) -> None:
+    """numpy's module is in sys.modules before its types while another thread imports it
+    (the warm-up imports pandas beside the prestart's py4j calls): the check says no,
+    where reading `numpy.ndarray` raised and failed the background start."""
+    import types
+
+    from dbt.adapters.ducklake.spark.session import _NumpyValuesOnly
+
+    class Inner:
+        def can_convert(self, obj: object) -> bool:
+            return True
+
+    monkeypatch.setitem(sys.modules, "numpy", types.ModuleType("numpy"))  # no types yet
+    assert _NumpyValuesOnly(Inner()).can_convert("text") is False

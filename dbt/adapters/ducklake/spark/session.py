@@ -119,10 +119,13 @@ class _NumpyValuesOnly:
         self.inner = inner
 
     def can_convert(self, obj: Any) -> bool:
+        # numpy may be mid-import on another thread (the warm-up imports pandas): its
+        # module is in sys.modules before its types are, and no value is one of them yet
         numpy = sys.modules.get("numpy")
+        types = (getattr(numpy, "ndarray", None), getattr(numpy, "generic", None))
         return (
-            numpy is not None
-            and isinstance(obj, numpy.ndarray | numpy.generic)
+            None not in types
+            and isinstance(obj, types)  # type: ignore[arg-type]
             and bool(self.inner.can_convert(obj))
         )
 
