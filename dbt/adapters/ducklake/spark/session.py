@@ -19,6 +19,7 @@ from .compat import SPARK_3_DEFAULTS, version_of
 from .driver_jvm import driver_settings, tail_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
+from .python_path import drop_java_only_jars
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master, ship_engine
 
@@ -64,8 +65,10 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 settings, config.master or "local[*]", config.app_name, config.keep_alive_s
             )
             _session, _session_config, _resident = session, config, True
+            drop_java_only_jars()
             return session
         session = _build(config, settings)
+        drop_java_only_jars()
         if not local:
             ship_engine(session, connect=bool(config.remote))
         _session, _session_config = session, config
