@@ -79,6 +79,35 @@ def test_a_damaged_or_recent_dump_is_never_mapped(cache: Path) -> None:
     assert dump is None and OPTIONS_KEY not in settings and writing.exists()
 
 
+def test_a_dump_whose_jvm_has_exited_is_mapped_at_once(cache: Path) -> None:
+    """With its JVM named, a dump is taken as soon as that JVM is gone (no minute's
+    wait); while it runs, the dump stays claimed."""
+    key = class_archive.archive_key({})
+    cache.mkdir(parents=True)
+    partial = cache / f"{key}.{_dead_pid()}.partial"
+    partial.write_bytes(MAGIC + b"\0" * 64)  # changed just now
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        Path(f"{partial}.jvm").write_text(str(sleeper.pid))
+        settings, dump = with_class_archive({})
+        assert dump is None and OPTIONS_KEY not in settings and partial.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    settings, dump = with_class_archive({})
+    final = cache / f"{key}.jsa"
+    assert dump is None and final.is_file() and not partial.exists()
+    assert not Path(f"{partial}.jvm").exists()
+    assert f"-XX:SharedArchiveFile={final}" in settings[OPTIONS_KEY]
+
+
+def test_the_claiming_process_names_its_jvm(cache: Path) -> None:
+    _settings, partial = with_class_archive({})
+    assert partial is not None
+    class_archive.note_dumping_jvm(4242)
+    assert Path(f"{partial}.jvm").read_text() == "4242"
+
+
 def test_the_key_follows_the_jars(cache: Path, tmp_path: Path) -> None:
     jar = tmp_path / "extra.jar"
     jar.write_bytes(b"one")

@@ -130,23 +130,58 @@ def _settle(final: Path) -> bool:
     for name in glob.glob(str(final.with_suffix("")) + ".*.partial"):
         partial = Path(name)
         try:
-            if now - partial.stat().st_mtime < _SETTLED_S or _alive(partial):
+            if _dumping(partial, now):
                 claimed = True
-            elif not final.is_file() and _starts_with_magic(partial):
+                continue
+            if not final.is_file() and _starts_with_magic(partial):
                 os.replace(partial, final)
                 log.debug("JVM class archive %s ready", final)
             else:
                 partial.unlink()
         except OSError:  # another process renamed or removed it first
             continue
+        with contextlib.suppress(OSError):
+            _dumper_note(partial).unlink()
     return claimed
+
+
+def note_dumping_jvm(jvm_pid: int) -> None:
+    """Name the JVM that dumps this process's claimed archive (its pid, beside the
+    partial dump): a later session then takes the archive as soon as that JVM has
+    exited, instead of a minute after the file last changed."""
+    for name in glob.glob(str(cache_folder() / f"*.{os.getpid()}.partial")):
+        with contextlib.suppress(OSError):
+            _dumper_note(Path(name)).write_text(str(jvm_pid))
+
+
+def _dumper_note(partial: Path) -> Path:
+    return partial.with_name(partial.name + ".jvm")
+
+
+def _dumping(partial: Path, now: float) -> bool:
+    """Whether `partial` may still be written: its claimer runs, or its JVM (when
+    named) runs, or (when not) it changed within the last minute."""
+    if _alive(partial):
+        return True
+    try:
+        jvm_pid = int(_dumper_note(partial).read_text())
+    except (OSError, ValueError):
+        return now - partial.stat().st_mtime < _SETTLED_S
+    return _pid_alive(jvm_pid)
 
 
 def _alive(partial: Path) -> bool:
     """Whether the process that claimed `partial` (its name's pid) still runs."""
     try:
-        os.kill(int(partial.name.split(".")[1]), 0)
-    except (ValueError, IndexError, ProcessLookupError):
+        return _pid_alive(int(partial.name.split(".")[1]))
+    except (ValueError, IndexError):
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process
         return True
@@ -171,7 +206,7 @@ def _stamp(path: str) -> str:
 def _tidy(folder: Path) -> None:
     """Partial dumps of other keys left long ago, and all but the newest archives."""
     now = time.time()
-    for partial in glob.glob(str(folder / "*.partial")):
+    for partial in glob.glob(str(folder / "*.partial*")):  # and their JVMs' notes
         try:
             if now - os.path.getmtime(partial) > _STALE_PARTIAL_S:
                 os.unlink(partial)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import glob
 import logging
 import os
 import socket
@@ -15,6 +16,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from .class_archive import cache_folder, note_dumping_jvm
 from .compat import SPARK_3_DEFAULTS, version_of
 from .driver_jvm import driver_settings, tail_of
 from .encrypted import with_engine_jar
@@ -100,6 +102,8 @@ def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
     if config.console_log:
         _quiet_python_error_loggers()
     session = builder.getOrCreate()
+    if not config.remote:
+        _name_the_archive_dumper(session)
     if config.remote:
         # the server's Spark, which may differ from this client's
         server = f"the Spark Connect server {config.remote}"
@@ -108,6 +112,14 @@ def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
         for key, value in REQUIRED_CONF.items():
             session.conf.set(key, value)
     return session
+
+
+def _name_the_archive_dumper(session: SparkSession) -> None:
+    """If this JVM dumps the class archive at its exit, say which JVM it is, so the
+    next session takes the archive as soon as the dump ends (class_archive.py)."""
+    jvm = session._jvm
+    if jvm is not None and glob.glob(str(cache_folder() / f"*.{os.getpid()}.partial")):
+        note_dumping_jvm(int(jvm.java.lang.ProcessHandle.current().pid()))
 
 
 class _NumpyValuesOnly:
