@@ -132,11 +132,16 @@ def run_dbt(root: str, target: str, args: list[str]) -> float:
 def own_kept_jvms(root: str) -> Iterator[None]:
     """Kept driver JVMs (`spark_keep_alive`) started inside live in a cache folder under
     `root` and are stopped on the way out, so a bench neither finds a user's warm JVM
-    nor leaves its own running."""
-    from dbt.adapters.ducklake.spark import resident
+    nor leaves its own running. The JVM class archives stay the user's (linked in): a
+    returning user has one, and an empty folder would time its first dump instead."""
+    from dbt.adapters.ducklake.spark import class_archive, resident
 
     user_cache = os.environ.get("XDG_CACHE_HOME")
+    archives = class_archive.cache_folder()
+    archives.mkdir(parents=True, exist_ok=True)
     os.environ["XDG_CACHE_HOME"] = os.path.join(root, "cache")
+    class_archive.cache_folder().parent.mkdir(parents=True)
+    class_archive.cache_folder().symlink_to(archives, target_is_directory=True)
     try:
         yield
     finally:
