@@ -140,7 +140,7 @@ def own_kept_jvms(root: str) -> Iterator[None]:
     archives = class_archive.cache_folder()
     archives.mkdir(parents=True, exist_ok=True)
     os.environ["XDG_CACHE_HOME"] = os.path.join(root, "cache")
-    class_archive.cache_folder().parent.mkdir(parents=True)
+    class_archive.cache_folder().parent.mkdir(parents=True, exist_ok=True)
     class_archive.cache_folder().symlink_to(archives, target_is_directory=True)
     try:
         yield
