@@ -33,11 +33,17 @@
   where change_type in ('insert', 'update_postimage')
 {%- endmacro %}
 
-{#- Two views: `<temp>__changes`, the last change per key with a removal flag (what the
-    MERGE reads), and `<temp>`, its data columns (what on_schema_change and the key
-    checks compare with the table). -#}
+{#- Three views: `<temp>__feed`, the model's query (planned once: reading a feed is
+    its costliest planning, and its columns are then the view's); `<temp>__changes`,
+    the last change per key with a removal flag (what the MERGE reads); and `<temp>`,
+    its data columns (what on_schema_change and the key checks compare with the
+    table). -#}
 {% macro ducklake__stage_apply_changes(model_sql, temp_relation) -%}
-  {%- set names = get_columns_in_query(model_sql) -%}
+  {%- set feed = temp_relation.incorporate(path={'identifier': temp_relation.identifier ~ '__feed'}) -%}
+  {% call statement('stage_feed') -%}
+    create or replace temporary view {{ feed.identifier }} as {{ model_sql }}
+  {%- endcall %}
+  {%- set names = adapter.get_columns_in_relation(feed) | map(attribute='name') | list -%}
   {%- set columns = ducklake__apply_changes_columns(names) -%}
   {%- set lowered = names | map('lower') | list -%}
   {%- set keys = ducklake__unique_keys(config.get('unique_key')) -%}
@@ -50,7 +56,7 @@
           partition by {% for k in keys %}{{ k }}{{ ', ' if not loop.last }}{% endfor %}
           order by snapshot_id desc, case when {{ adds }} then 1 else 0 end desc
           {%- if 'rowid' in lowered %}, rowid desc{% endif %}) as ducklake_change_rank
-      from ({{ model_sql }}) as ducklake_feed
+      from {{ feed.identifier }} as ducklake_feed
     ) as ranked
     where ducklake_change_rank = 1
   {%- endcall %}

@@ -80,6 +80,9 @@
       {% call statement('drop_staged_changes') -%}
         drop view if exists {{ temp_relation.identifier }}__changes
       {%- endcall %}
+      {% call statement('drop_staged_feed') -%}
+        drop view if exists {{ temp_relation.identifier }}__feed
+      {%- endcall %}
     {%- endif -%}
   {%- endif -%}
   {{ ducklake__drop_python_view() }}
