@@ -104,7 +104,7 @@ def test_a_dump_whose_jvm_has_exited_is_mapped_at_once(cache: Path) -> None:
 def test_the_claiming_process_names_its_jvm(cache: Path) -> None:
     _settings, partial = with_class_archive({})
     assert partial is not None
-    class_archive.note_dumping_jvm(4242)
+    class_archive.note_dumping_jvm(lambda: 4242)
     assert Path(f"{partial}.jvm").read_text() == "4242"
 
 

@@ -66,8 +66,8 @@ def table_changes(
     # planning (Arrow conversion) in every feed read
     born = [r for r in inlined if first <= r.begin_snapshot]
     ended = [r for r in inlined if r.end_snapshot is not None and first <= r.end_snapshot <= last]
-    inserted = [_inlined(spark, columns, born)] if born or not files else []
-    deleted = [_inlined(spark, columns, ended, at_end=True)] if ended or not files else []
+    inserted = [_inlined(spark, columns, born)] if born else []
+    deleted = [_inlined(spark, columns, ended, at_end=True)] if ended else []
     if files:
         rows = read_files(
             spark, cat, columns, files, file_stats, [], None, lineage=True, positions=True
@@ -77,10 +77,9 @@ def table_changes(
         if gone is not None:
             small = _deletes_at_most(files, delete_files, inlined_deletes) <= BROADCAST_DELETES
             deleted.append(_deleted_rows(rows, F.broadcast(gone) if small else gone, names))
-        elif not deleted:
-            deleted.append(_inlined(spark, columns, []))
-    ins = _union(inserted).where(in_window)
-    dels = _union(deleted)
+    # no rows of a kind: an empty frame of the feed's columns
+    ins = _union(inserted or [_inlined(spark, columns, [])]).where(in_window)
+    dels = _union(deleted or [_inlined(spark, columns, [])])
     if feed == "insertions":
         return ins.select(*_quoted(names))
     if feed == "deletions":

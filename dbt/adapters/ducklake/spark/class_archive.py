@@ -25,7 +25,7 @@ import os
 import shutil
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .compat import CLIENT_IS_SPARK_4
@@ -145,13 +145,15 @@ def _settle(final: Path) -> bool:
     return claimed
 
 
-def note_dumping_jvm(jvm_pid: int) -> None:
-    """Name the JVM that dumps this process's claimed archive (its pid, beside the
-    partial dump): a later session then takes the archive as soon as that JVM has
-    exited, instead of a minute after the file last changed."""
-    for name in glob.glob(str(cache_folder() / f"*.{os.getpid()}.partial")):
+def note_dumping_jvm(jvm_pid: Callable[[], int]) -> None:
+    """Name the JVM that dumps this process's claimed archive (its pid, asked only when
+    there is a claim, beside the partial dump): a later session then takes the archive
+    as soon as that JVM has exited, instead of a minute after the file last changed."""
+    claims = glob.glob(str(cache_folder() / f"*.{os.getpid()}.partial"))
+    pid = str(jvm_pid()) if claims else ""
+    for name in claims:
         with contextlib.suppress(OSError):
-            _dumper_note(Path(name)).write_text(str(jvm_pid))
+            _dumper_note(Path(name)).write_text(pid)
 
 
 def _dumper_note(partial: Path) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import glob
 import logging
 import os
 import socket
@@ -16,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .class_archive import cache_folder, note_dumping_jvm
+from .class_archive import note_dumping_jvm
 from .compat import SPARK_3_DEFAULTS, version_of
 from .driver_jvm import driver_settings, tail_of
 from .encrypted import with_engine_jar
@@ -118,8 +117,8 @@ def _name_the_archive_dumper(session: SparkSession) -> None:
     """If this JVM dumps the class archive at its exit, say which JVM it is, so the
     next session takes the archive as soon as the dump ends (class_archive.py)."""
     jvm = session._jvm
-    if jvm is not None and glob.glob(str(cache_folder() / f"*.{os.getpid()}.partial")):
-        note_dumping_jvm(int(jvm.java.lang.ProcessHandle.current().pid()))
+    if jvm is not None:
+        note_dumping_jvm(lambda: int(jvm.java.lang.ProcessHandle.current().pid()))
 
 
 class _NumpyValuesOnly:
