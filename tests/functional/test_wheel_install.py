@@ -22,6 +22,9 @@ from tests import duck, venvs
 from tests.conftest import S3Server
 
 REPO = Path(__file__).resolve().parents[2]
+# more rows than DuckLake inlines by default (10): S3 holds every table's rows as files
+PEOPLE = ("ada", "grace", "edsger", "alan", "barbara", "donald", "john", "ken", "dennis")
+PEOPLE += ("niklaus", "tony", "frances")
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
 
@@ -63,7 +66,8 @@ def _project(root: Path, s3: S3Server, data_path: str) -> Path:
             {"name": "wheel_check", "version": "1.0", "profile": "wheel_check", "config-version": 2}
         )
     )
-    (project / "seeds" / "people.csv").write_text("id,name\n1,ada\n2,grace\n3,edsger\n")
+    rows = "".join(f"{i},{name}\n" for i, name in enumerate(PEOPLE, start=1))
+    (project / "seeds" / "people.csv").write_text("id,name\n" + rows)
     (project / "models" / "names.sql").write_text(
         "{{ config(materialized='table') }}\n"
         "select id, upper(name) as name from {{ ref('people') }}"
@@ -136,10 +140,6 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
     assert str(venv) in imported and str(REPO) not in imported
     debug = dbt("debug")
     assert debug.returncode == 0, debug.stdout[-3000:]
-    # few rows: without this DuckLake would inline them all and S3 would hold no file
-    no_inlining = "{option: data_inlining_row_limit, value: 0}"
-    option = dbt("run-operation", "ducklake_set_option", "--args", no_inlining)
-    assert option.returncode == 0, option.stdout[-3000:]
     build = dbt("build")
     assert build.returncode == 0, build.stdout[-5000:]
     # with no jar cache, S3A came as hadoop-aws of the venv's Hadoop, fetched by Spark
@@ -151,19 +151,16 @@ def test_the_wheel_installs_elsewhere_and_builds_on_s3(tmp_path, s3_server: S3Se
 
     con = duck.connect_s3(s3_server.duckdb_secret())
     duck.attach(con, f"sqlite:{project}/lake/metadata.sqlite", alias="lake")
-    assert con.execute("SELECT id, name FROM lake.main.names ORDER BY id").fetchall() == [
-        (1, "ADA"),
-        (2, "GRACE"),
-        (3, "EDSGER"),
-    ]
-    assert con.execute("SELECT id, name FROM lake.main.recent ORDER BY id").fetchall() == [
-        (2, "GRACE"),
-        (3, "EDSGER"),
-    ]
+    upper = [(i, name.upper()) for i, name in enumerate(PEOPLE, start=1)]
+    assert con.execute("SELECT id, name FROM lake.main.names ORDER BY id").fetchall() == upper
+    assert con.execute("SELECT id, name FROM lake.main.recent ORDER BY id").fetchall() == upper[1:]
     meta = "__ducklake_metadata_lake"
     # the models' rows are Parquet files in the bucket, which DuckDB just read over S3
     assert con.execute(
         f"SELECT value FROM {meta}.ducklake_metadata WHERE key = 'data_path'"
     ).fetchone() == (data_path,)
     assert con.execute(f"SELECT count(*) FROM {meta}.ducklake_data_file").fetchone()[0] >= 3
+    # every row of the seed and both models is in them (none inlined in the catalog)
+    in_files = f"SELECT sum(record_count) FROM {meta}.ducklake_data_file WHERE end_snapshot IS NULL"
+    assert con.execute(in_files).fetchone() == (2 * len(PEOPLE) + len(PEOPLE) - 1,)
     con.close()
