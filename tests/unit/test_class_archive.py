@@ -63,22 +63,6 @@ def test_a_finished_dump_is_promoted_and_mapped(cache: Path) -> None:
     assert f"-XX:SharedArchiveFile={final}" in settings[OPTIONS_KEY]
 
 
-def test_packages_resolved_before_map_the_archive_of_the_packages(
-    cache: Path, tmp_path: Path
-) -> None:
-    packages = {"spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0"}
-    jar = tmp_path / "org.apache.hadoop_hadoop-aws-3.5.0.jar"
-    jar.write_bytes(b"PK\x05\x06" + b"\0" * 18)
-    resolved = {"spark.jars": str(jar)}  # the same jars, as `resolved_jars.recalled` names them
-    assert class_archive.archive_key(resolved) != class_archive.archive_key(packages)
-    key = class_archive.archive_key(packages)
-    cache.mkdir(parents=True)
-    (cache / f"{key}.jsa").write_bytes(MAGIC + b"\0" * 64)
-    settings, dump = with_class_archive(resolved, packages)
-    assert dump is None and f"-XX:SharedArchiveFile={cache / key}.jsa" in settings[OPTIONS_KEY]
-    assert settings["spark.jars"] == str(jar)
-
-
 def test_a_damaged_or_recent_dump_is_never_mapped(cache: Path) -> None:
     key = class_archive.archive_key({})
     cache.mkdir(parents=True)

@@ -54,20 +54,13 @@ def cache_folder() -> Path:
     return Path(base) / "dbt-ducklake" / "class-archives"
 
 
-def with_class_archive(
-    settings: Mapping[str, str], keyed_as: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def with_class_archive(settings: Mapping[str, str]) -> dict[str, str]:
     """`settings` with the JVM option that maps the archive, or has the JVM dump it at
-    exit, or unchanged (the user's own sharing options, Spark 3.5, no cache folder).
-    `keyed_as`: the settings whose archive this is, when `settings` only name the same
-    added jars another way (packages resolved before, `resolved_jars.py`: they are
-    loaded after the JVM starts either way, so its class path is the same)."""
-    return _with_class_archive(settings, keyed_as)[0]
+    exit, or unchanged (the user's own sharing options, Spark 3.5, no cache folder)."""
+    return _with_class_archive(settings)[0]
 
 
-def _with_class_archive(
-    settings: Mapping[str, str], keyed_as: Mapping[str, str] | None = None
-) -> tuple[dict[str, str], Path | None]:
+def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Path | None]:
     """`with_class_archive`, and the partial archive this JVM will dump, if any."""
     out = dict(settings)
     own = out.get(OPTIONS_KEY, "")
@@ -84,7 +77,7 @@ def _with_class_archive(
         return out, None
     if not os.access(folder, os.W_OK):
         return out, None
-    final = folder / f"{archive_key(out if keyed_as is None else keyed_as)}.jsa"
+    final = folder / f"{archive_key(out)}.jsa"
     claimed = _settle(final)
     if final.is_file():
         with contextlib.suppress(OSError):

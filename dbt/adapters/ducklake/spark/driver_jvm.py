@@ -13,15 +13,11 @@ from .jit import with_short_run_jit
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 
 
-def driver_settings(
-    settings: Mapping[str, str],
-    warehouse: Callable[[], str],
-    archive_keyed_as: Mapping[str, str] | None = None,
-) -> dict[str, str]:
+def driver_settings(settings: Mapping[str, str], warehouse: Callable[[], str]) -> dict[str, str]:
     """What a driver JVM this adapter starts runs with, beyond the session's settings:
     the class archive, the JIT opt-in and a warehouse folder (`warehouse()` unless the
     user set one). For this process's JVM and for a kept one (resident.py) alike."""
-    out = with_short_run_jit(with_class_archive(settings, archive_keyed_as))
+    out = with_short_run_jit(with_class_archive(settings))
     if WAREHOUSE_KEY not in out:
         out[WAREHOUSE_KEY] = warehouse()
     return out

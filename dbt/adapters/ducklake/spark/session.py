@@ -82,23 +82,18 @@ def _build_remembering_jars(config: SessionConfig, settings: dict[str, str]) -> 
     """`_build`, with the jars of packages resolved before instead of the packages, or
     remembering what the packages resolved to (`resolved_jars.py`)."""
     memo = None if config.remote else memo_file(settings, _pyspark_version())
-    taken = recalled(settings, memo)
-    # the class archive of the packages serves the jars they resolved to
-    session = _build(config, taken, archive_keyed_as=settings)
-    if memo is not None and PACKAGES in taken:
+    settings = recalled(settings, memo)
+    session = _build(config, settings)
+    if memo is not None and PACKAGES in settings:
         remember(memo, session.sparkContext.getConf().get("spark.submit.pyFiles", ""))
     return session
 
 
-def _build(
-    config: SessionConfig,
-    settings: dict[str, str],
-    archive_keyed_as: dict[str, str] | None = None,
-) -> SparkSession:
+def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
     """A session of this process's own JVM (local or a cluster's driver) or of a Spark
     Connect server."""
     if not config.remote:
-        settings = driver_settings(settings, _throwaway_warehouse, archive_keyed_as)
+        settings = driver_settings(settings, _throwaway_warehouse)
     builder: Any = SparkSession.builder.appName(config.app_name)
     if config.remote:
         builder = builder.remote(config.remote)
