@@ -21,7 +21,6 @@ from .driver_jvm import driver_settings, tail_of
 from .encrypted import with_engine_jar
 from .errors import SessionConfigError
 from .python_path import drop_java_only_jars
-from .resolved_jars import PACKAGES, memo_file, recalled, remember
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master, ship_engine
 
@@ -69,24 +68,13 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
             _session, _session_config, _resident = session, config, True
             drop_java_only_jars()
             return session
-        session = _build_remembering_jars(config, settings)
+        session = _build(config, settings)
         drop_java_only_jars()
         if not local:
             ship_engine(session, connect=bool(config.remote))
         _session, _session_config = session, config
         log.info("SparkSession ready (%s)", config.remote or config.master or "local[*]")
         return _session
-
-
-def _build_remembering_jars(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
-    """`_build`, with the jars of packages resolved before instead of the packages, or
-    remembering what the packages resolved to (`resolved_jars.py`)."""
-    memo = None if config.remote else memo_file(settings, _pyspark_version())
-    settings = recalled(settings, memo)
-    session = _build(config, settings)
-    if memo is not None and PACKAGES in settings:
-        remember(memo, session.sparkContext.getConf().get("spark.submit.pyFiles", ""))
-    return session
 
 
 def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
