@@ -1,8 +1,9 @@
 """Spark started while dbt parses: a dbt command is a new process, and its first node
 would otherwise wait for the JVM (seconds) and then for the first use of each code path
 (more seconds). Commands that run nodes start the session in the background as soon as
-dbt loads the adapter, in local mode run dbt's usual statements once on a throwaway lake
-(`spark/warm.py`), and shorten Python's thread switch interval (a py4j call waits for
+dbt loads the adapter (a local JVM is launched before pyspark is imported:
+`spark/driver_launch.py`), in local mode run dbt's usual statements once on a throwaway
+lake (`spark/warm.py`), and shorten Python's thread switch interval (a py4j call waits for
 the GIL when its answer comes). Metadata-only commands (`run-operation`, `ls`, `parse`,
 `docs`, `debug`) never start a JVM. The profile's `spark_prestart: false` turns the
 start and the warm-up off.
@@ -67,8 +68,6 @@ def _session_started() -> bool:
 
 
 def _start(credentials: DucklakeCredentials) -> None:
-    from .spark.session import get_session
-
     logger.debug("starting Spark in the background while dbt parses")
     try:
         with OPENING:  # the lake's stored data path decides the session's jars (S3)
@@ -78,7 +77,18 @@ def _start(credentials: DucklakeCredentials) -> None:
         finally:
             lake.close()
         config = credentials.session_config(data_path)
-        spark = get_session(replace(config, console_log=spark_console_log()))
+        config = replace(config, console_log=spark_console_log())
+        if not _session_started():
+            from .spark.driver_launch import launch_early
+
+            # the JVM boots while pyspark is imported (the session then connects to it)
+            launch_early(config)
+        # what the first statement imports (sqlglot, pyarrow: ~1 s), imported while the
+        # JVM boots instead of by the first model once Spark is up
+        from .spark import calls, sql  # noqa: F401
+        from .spark.session import get_session
+
+        spark = get_session(config)
         if config.local:
             # imported once the JVM runs: its start is what the first model waits for
             from .spark.warm import warm_up

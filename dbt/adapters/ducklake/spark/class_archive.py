@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .compat import CLIENT_IS_SPARK_4
+from .versions import client_is_spark_4, pyspark_version
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def _with_class_archive(settings: Mapping[str, str]) -> tuple[dict[str, str], Pa
     out = dict(settings)
     own = out.get(OPTIONS_KEY, "")
     if (
-        not CLIENT_IS_SPARK_4  # Spark 3.5 may run on Java 8/11 (no dynamic archives)
+        not client_is_spark_4()  # Spark 3.5 may run on Java 8/11 (no dynamic archives)
         or os.environ.get("DUCKLAKE_CLASS_ARCHIVE", "").lower() in ("off", "0", "false")
         or user_sets(_SHARING_FLAGS, own)
     ):
@@ -108,18 +109,22 @@ def user_sets(flags: tuple[str, ...], own_options: str) -> bool:
 
 
 def archive_key(settings: Mapping[str, str]) -> str:
-    """What the archive depends on: the Java binary, pyspark's jars, the added jars."""
-    import pyspark
-
+    """What the archive depends on: the Java binary, pyspark's jars, the added jars.
+    Asked before pyspark is imported (driver_launch.py), so it is found, not imported."""
     java_home = os.environ.get("JAVA_HOME") or ""
     java = os.path.realpath(
         os.path.join(java_home, "bin", "java") if java_home else (shutil.which("java") or "")
     )
-    parts = [java, _stamp(java), os.path.dirname(pyspark.__file__), pyspark.__version__]
+    parts = [java, _stamp(java), _pyspark_folder(), pyspark_version()]
     for key in _CLASS_PATH_KEYS:
         for entry in filter(None, settings.get(key, "").split(",")):
             parts += [entry, _stamp(entry)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _pyspark_folder() -> str:
+    spec = importlib.util.find_spec("pyspark")
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
 
 
 def _settle(final: Path) -> bool:

@@ -16,13 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-
-def version_of(text: str) -> tuple[int, int]:
-    """(major, minor) of a Spark version string such as '3.5.9' or '4.1.0-preview'."""
-    parts = [int("".join(ch for ch in p if ch.isdigit()) or 0) for p in text.split(".")[:2]]
-    major, minor = [*parts, 0, 0][:2]
-    return major, minor
-
+from .versions import spark_3_defaults, version_of
 
 # the local pyspark's API (a Spark Connect client's too)
 CLIENT_IS_SPARK_4 = version_of(pyspark.__version__) >= (4, 0)
@@ -36,11 +30,7 @@ try:
 except ImportError:  # Spark 3.5 has no VARIANT type
     VARIANT_VALUES = ()
 
-# Spark 3.5's vectorized reader of nested columns fails on a struct field a file lacks
-# (a field added later, matched by field id): its rows path reads them right
-SPARK_3_DEFAULTS = (
-    {} if CLIENT_IS_SPARK_4 else {"spark.sql.parquet.enableNestedColumnVectorizedReader": "false"}
-)
+SPARK_3_DEFAULTS = spark_3_defaults()
 
 _EPOCH = "1970-01-01 00:00:00"
 

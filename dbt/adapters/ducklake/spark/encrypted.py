@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
 from ..lake import DataFile, DeleteFile, UnsupportedFeatureError
+from .driver_launch import ENGINE_JAR
 
-ENGINE_JAR = Path(__file__).resolve().parent.parent / "jars" / "ducklake-jvm.jar"
 KEYED_FS = "ducklake.jvm.KeyedFileSystem"
 # the file systems a keyed read wraps, by scheme (S3A serves s3:// too: the adapter's storage.py)
 _DELEGATES = {
@@ -29,18 +27,6 @@ _DELEGATES = {
     "s3a": "org.apache.hadoop.fs.s3a.S3AFileSystem",
     "s3": "org.apache.hadoop.fs.s3a.S3AFileSystem",
 }
-
-
-def with_engine_jar(conf: Mapping[str, Any]) -> dict[str, str]:
-    """`conf` with the adapter's JVM classes added to `spark.jars` (the driver and every
-    executor load them from there), when the package has them."""
-    out = {k: str(v) for k, v in conf.items()}
-    if not ENGINE_JAR.is_file():
-        return out
-    given = [j for j in out.get("spark.jars", "").split(",") if j]
-    if str(ENGINE_JAR) not in given:
-        out["spark.jars"] = ",".join([*given, str(ENGINE_JAR)])
-    return out
 
 
 def file_keys(files: Iterable[DataFile | DeleteFile]) -> dict[str, str]:

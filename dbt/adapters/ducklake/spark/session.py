@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
 import os
 import socket
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -16,13 +13,21 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .class_archive import note_dumping_jvm
-from .compat import SPARK_3_DEFAULTS, version_of
 from .driver_jvm import driver_settings, tail_of
-from .encrypted import with_engine_jar
+from .driver_launch import (
+    LAUNCH_ONLY,
+    EarlyDriver,
+    executors_python,
+    launch_key,
+    session_settings,
+    take_early,
+    throwaway_warehouse,
+)
 from .errors import SessionConfigError
 from .python_path import drop_java_only_jars
-from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
-from .shipping import is_local_master, ship_engine
+from .session_config import REQUIRED_CONF, SessionConfig
+from .shipping import ship_engine
+from .versions import version_of
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -50,14 +55,8 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
             os.environ["PYSPARK_PYTHON"] = python
         if not local:
             check_reachable(config.remote or config.master or "")
-        settings = {
-            **DEFAULT_CONF,
-            **SPARK_3_DEFAULTS,
-            **{k: str(v) for k, v in config.conf.items()},
-            **REQUIRED_CONF,
-        }
+        settings = session_settings(config)
         if not config.remote:
-            settings = with_engine_jar(settings)  # JVM classes: encrypted lakes, Brotli files
             _numpy_converters_ask_numpy_values_only()
         if config.keep_alive_s:
             from .resident import attach
@@ -80,8 +79,15 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
 def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
     """A session of this process's own JVM (local or a cluster's driver) or of a Spark
     Connect server."""
+    early: EarlyDriver | None = None
     if not config.remote:
-        settings = driver_settings(settings, _throwaway_warehouse)
+        # a JVM the prestart launched for these settings (driver_launch.py) runs with
+        # its own driver settings; any other is stopped
+        early = take_early(launch_key(config, settings), config.console_log or "")
+        if early is not None:
+            settings = {k: v for k, v in early.launched.items() if k not in LAUNCH_ONLY}
+        else:
+            settings = driver_settings(settings, throwaway_warehouse)
     builder: Any = SparkSession.builder.appName(config.app_name)
     if config.remote:
         builder = builder.remote(config.remote)
@@ -95,6 +101,7 @@ def _build(config: SessionConfig, settings: dict[str, str]) -> SparkSession:
                     "spark.master": config.master or "local[*]",
                     "spark.app.name": config.app_name,
                 },
+                early,
             )
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -188,39 +195,6 @@ def require_supported_spark(what: str, version: str, *, connect: bool = False) -
         )
 
 
-def _throwaway_warehouse() -> str:
-    """A folder for Spark's own warehouse, which DuckLake never uses: Spark's default,
-    `spark-warehouse/` in the working directory, would be left (empty) in every dbt
-    project. Removed at exit if still empty."""
-    path = tempfile.mkdtemp(prefix="dbt-ducklake-spark-warehouse-")
-    atexit.register(_remove_if_empty, path)
-    return path
-
-
-def _remove_if_empty(path: str) -> None:
-    for inner in (os.path.join(path, "default"), path):  # hold no user data: rmdir only
-        with contextlib.suppress(OSError):
-            os.rmdir(inner)
-
-
-def executors_python(config: SessionConfig, environment: str | None) -> str | None:
-    """The interpreter Python tasks run, for `PYSPARK_PYTHON` (pyspark reads only the
-    environment, not `spark.pyspark.python`, when this process starts the driver).
-
-    The profile's `spark.pyspark.python` wins; local executors run this interpreter,
-    which has the adapter installed; a cluster's executors keep their own Python and
-    get the engine shipped; a Connect server decides for its own workers.
-    """
-    if config.remote:
-        return None
-    chosen = config.conf.get("spark.pyspark.python")
-    if chosen:
-        return str(chosen)
-    if is_local_master(config.master):
-        return environment or sys.executable
-    return None
-
-
 _CONNECT_TIMEOUT_S = 10.0
 _DEFAULT_PORTS = {"spark": 7077, "sc": 15002}
 
@@ -255,7 +229,9 @@ def check_reachable(url: str, timeout_s: float = _CONNECT_TIMEOUT_S) -> None:
     )
 
 
-def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
+def _start_jvm_logging_to(
+    path: str, settings: Mapping[str, str], early: EarlyDriver | None = None
+) -> None:
     """Start the driver JVM with its stdout and stderr in `path`.
 
     pyspark starts the JVM on first use with this process's streams, so Spark's log4j
@@ -267,6 +243,11 @@ def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # a JVM from an earlier session in this process
+        if early is not None:
+            early.stop()
+        return
+    if early is not None:
+        _connect_to(early)
         return
     conf = SparkConf(loadDefaults=False)
     conf.setAll(list(settings.items()))
@@ -280,6 +261,31 @@ def _start_jvm_logging_to(path: str, settings: Mapping[str, str]) -> None:
             ) from exc
     SparkContext._ensure_initialized(gateway=gateway)
     log.debug("Spark's console output goes to %s", path)
+
+
+def _connect_to(early: EarlyDriver) -> None:
+    """This process's SparkContext on the JVM the prestart launched (pyspark connects
+    to a running gateway when given its port and secret, as `spark-submit` gives them
+    to a Python program)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = early.gateway()
+    if gateway is None:
+        early.stop()
+        raise RuntimeError(
+            f"Spark's JVM did not start; its output is in {early.console_log}:\n"
+            + tail_of(early.console_log)
+        )
+    port, secret = gateway
+    os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
+    try:
+        client = launch_gateway()
+    finally:  # a later session of this process (tests) starts its own JVM again
+        del os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"]
+    client.proc = early.process  # what pyspark keeps of a JVM it started itself
+    SparkContext._ensure_initialized(gateway=client)
+    log.debug("Spark's console output goes to %s (a JVM started early)", early.console_log)
 
 
 def _quiet_python_error_loggers() -> None:
