@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyspark
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .versions import spark_3_defaults, version_of
+from .versions import client_is_spark_4, spark_3_defaults, version_of
 
 # the local pyspark's API (a Spark Connect client's too)
-CLIENT_IS_SPARK_4 = version_of(pyspark.__version__) >= (4, 0)
+CLIENT_IS_SPARK_4 = client_is_spark_4()
 # correlated subqueries built from DataFrames (Spark 4.0)
 HAS_DATAFRAME_SUBQUERIES = hasattr(DataFrame, "exists")
 

@@ -133,7 +133,8 @@ class EarlyDriver:
         return port, secret
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError):
+        """Stop a JVM no session will use (it would otherwise live until dbt exits)."""
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self.process.kill()
             self.process.wait(timeout=10)
         shutil.rmtree(os.path.dirname(self.info_file), ignore_errors=True)
