@@ -84,7 +84,7 @@ def _start(credentials: DucklakeCredentials) -> None:
             # the JVM boots while pyspark is imported (the session then connects to it)
             launch_early(config)
         # what the first statement imports (sqlglot, pyarrow: ~1 s), imported while the
-        # JVM boots instead of by the first model once Spark is up
+        # JVM boots rather than by the first models beside the session's start
         from .spark import calls, sql  # noqa: F401
         from .spark.session import get_session
 
