@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
-import importlib.util
 import logging
 import os
 import shutil
@@ -29,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .versions import client_is_spark_4, pyspark_version
+from .versions import client_is_spark_4, pyspark_folder, pyspark_version
 
 log = logging.getLogger(__name__)
 
@@ -115,16 +114,11 @@ def archive_key(settings: Mapping[str, str]) -> str:
     java = os.path.realpath(
         os.path.join(java_home, "bin", "java") if java_home else (shutil.which("java") or "")
     )
-    parts = [java, _stamp(java), _pyspark_folder(), pyspark_version()]
+    parts = [java, _stamp(java), pyspark_folder(), pyspark_version()]
     for key in _CLASS_PATH_KEYS:
         for entry in filter(None, settings.get(key, "").split(",")):
             parts += [entry, _stamp(entry)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
-
-
-def _pyspark_folder() -> str:
-    spec = importlib.util.find_spec("pyspark")
-    return os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
 
 
 def _settle(final: Path) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 from .driver_jvm import driver_settings
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master
-from .versions import pyspark_version, spark_3_defaults, version_of
+from .versions import pyspark_folder, pyspark_version, spark_3_defaults, version_of
 
 ENGINE_JAR = Path(__file__).resolve().parent.parent / "jars" / "ducklake-jvm.jar"
 _POLL_S = 0.01
@@ -160,8 +160,9 @@ def launch_early(config: SessionConfig) -> None:
         return  # pyspark launches its JVM differently then
     if version_of(pyspark_version()) < (3, 5):
         return  # the session refuses it, naming the version
-    asked = launch_key(config, session_settings(config))
-    launched = launch_key(config, driver_settings(session_settings(config), throwaway_warehouse))
+    settings = session_settings(config)
+    asked = launch_key(config, settings)
+    launched = launch_key(config, driver_settings(settings, throwaway_warehouse))
     python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
     if python:
         os.environ["PYSPARK_PYTHON"] = python  # as the session sets it before its launch
@@ -210,13 +211,8 @@ def _spark_home() -> str | None:
     """Where `bin/spark-submit` is, as pyspark finds it: SPARK_HOME, else the package."""
     if os.environ.get("SPARK_HOME"):
         return os.environ["SPARK_HOME"]
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    home = next(iter(spec.submodule_search_locations))
-    return home if os.path.isfile(os.path.join(home, "bin", "spark-submit")) else None
+    home = pyspark_folder()
+    return home if home and os.path.isfile(os.path.join(home, "bin", "spark-submit")) else None
 
 
 def _ignore_interrupts() -> None:

@@ -4,6 +4,8 @@ pyspark (the prestart launches the JVM before that import: driver_launch.py)."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import os
 import sys
 
 
@@ -38,3 +40,10 @@ def spark_3_defaults() -> dict[str, str]:
     if client_is_spark_4():
         return {}
     return {"spark.sql.parquet.enableNestedColumnVectorizedReader": "false"}
+
+
+def pyspark_folder() -> str:
+    """The installed pyspark package's folder (its jars, `bin/spark-submit`), found
+    without importing it; "" if pyspark is not installed."""
+    spec = importlib.util.find_spec("pyspark")
+    return os.path.dirname(spec.origin) if spec is not None and spec.origin else ""
