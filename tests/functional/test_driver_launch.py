@@ -1,6 +1,7 @@
 """The prestart launches the driver JVM before pyspark is imported, and the session
 connects to that JVM instead of starting another (driver_launch.py); a session asked
-for other settings stops it and starts its own. Each case runs in a fresh process: a
+for other settings stops it and starts its own; neither touches the environment
+another thread may be walking (dbt's main thread). Each case runs in a fresh process: a
 process has one SparkContext."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys, threading
     from dbt.adapters.ducklake.spark import driver_launch
     from dbt.adapters.ducklake.spark.session_config import SessionConfig
 
@@ -30,7 +31,20 @@ SCRIPT = textwrap.dedent(
     }
     from dbt.adapters.ducklake.spark.session import get_session
 
-    spark = get_session(asked)
+    # the session starts on another thread (the prestart's) while this one walks the
+    # environment as dbt does when it builds an error: nothing may vanish mid-walk
+    started, walk_errors, gateway_keys = {}, [], set()
+    thread = threading.Thread(target=lambda: started.update(spark=get_session(asked)))
+    thread.start()
+    while thread.is_alive():
+        try:
+            gateway_keys.update(k for k, _ in os.environ.items() if "GATEWAY" in k)
+        except KeyError as exc:
+            walk_errors.append(repr(exc))
+    thread.join()
+    spark = started["spark"]
+    out["environment_walk_errors"] = walk_errors
+    out["gateway_keys_seen"] = sorted(gateway_keys)
     out["session_pid"] = spark._jvm.java.lang.ProcessHandle.current().pid()
     out["early_alive"] = launched is not None and launched.process.poll() is None
     out["rows"] = [r[0] for r in spark.sql("SELECT id * 2 FROM range(3)").collect()]
@@ -61,6 +75,9 @@ def test_the_session_connects_to_the_jvm_launched_before_pyspark(tmp_path: Path)
     assert result["early_alive"] is True
     assert result["rows"] == [0, 2, 4]
     assert result["shuffle_partitions"] == "2"
+    # connected without putting the gateway's port and secret in the environment
+    assert result["gateway_keys_seen"] == []
+    assert result["environment_walk_errors"] == []
 
 
 def test_a_session_of_other_settings_stops_it_and_starts_its_own(tmp_path: Path) -> None:
@@ -70,3 +87,4 @@ def test_a_session_of_other_settings_stops_it_and_starts_its_own(tmp_path: Path)
     assert result["early_alive"] is False
     assert result["rows"] == [0, 2, 4]
     assert result["shuffle_partitions"] == "3"
+    assert result["environment_walk_errors"] == []

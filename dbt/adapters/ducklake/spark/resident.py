@@ -175,15 +175,11 @@ def _session_on(state: Mapping[str, Any]) -> Any:
     """A new SparkSession (its own SQL settings and temporary views) on the kept
     SparkContext, reached through its py4j gateway."""
     from pyspark import SparkContext
-    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    os.environ["PYSPARK_GATEWAY_PORT"] = str(state["port"])
-    os.environ["PYSPARK_GATEWAY_SECRET"] = str(state["secret"])
-    try:
-        gateway = launch_gateway()  # connects to the running gateway
-    finally:  # a later session of this process (tests) starts its own JVM again
-        del os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"]
+    from .gateway import connect_gateway
+
+    gateway = connect_gateway(int(state["port"]), str(state["secret"]))
     SparkContext._ensure_initialized(gateway=gateway)
     jvm = gateway.jvm
     jsc = jvm.JavaSparkContext.fromSparkContext(jvm.org.apache.spark.SparkContext.getOrCreate())

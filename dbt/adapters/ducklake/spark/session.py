@@ -264,11 +264,11 @@ def _start_jvm_logging_to(
 
 
 def _connect_to(early: EarlyDriver) -> None:
-    """This process's SparkContext on the JVM the prestart launched (pyspark connects
-    to a running gateway when given its port and secret, as `spark-submit` gives them
-    to a Python program)."""
+    """This process's SparkContext on the JVM the prestart launched, reached through
+    the port and secret the JVM wrote (`gateway.py`: the environment is left alone)."""
     from pyspark import SparkContext
-    from pyspark.java_gateway import launch_gateway
+
+    from .gateway import connect_gateway
 
     gateway = early.gateway()
     if gateway is None:
@@ -278,11 +278,7 @@ def _connect_to(early: EarlyDriver) -> None:
             + tail_of(early.console_log)
         )
     port, secret = gateway
-    os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
-    try:
-        client = launch_gateway()
-    finally:  # a later session of this process (tests) starts its own JVM again
-        del os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"]
+    client = connect_gateway(port, secret)
     client.proc = early.process  # what pyspark keeps of a JVM it started itself
     SparkContext._ensure_initialized(gateway=client)
     log.debug("Spark's console output goes to %s (a JVM started early)", early.console_log)
@@ -290,8 +286,12 @@ def _connect_to(early: EarlyDriver) -> None:
 
 def _quiet_python_error_loggers() -> None:
     """pyspark logs every failed query as a JSON line with a stack trace on stderr;
-    the error itself still reaches the caller, so these loggers only add noise."""
-    from pyspark.logger import PySparkLogger
+    the error itself still reaches the caller, so these loggers only add noise
+    (pyspark 3.5 has neither them nor their module)."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        return
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
