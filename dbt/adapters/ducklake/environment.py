@@ -321,7 +321,12 @@ class LakeHandle:
         self.discard_node()
 
     def close(self) -> None:
-        self.rollback()
+        """dbt closes a connection after each node and opens a new handle for the next:
+        the catalog connections this one pooled are closed now, not when collected."""
+        try:
+            self.rollback()
+        finally:
+            self._lake.close()
 
 
 def open_lake(credentials: DucklakeCredentials) -> Lake:
