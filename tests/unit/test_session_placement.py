@@ -9,7 +9,8 @@ import zipfile
 
 import pytest
 
-from dbt.adapters.ducklake.spark.session import SessionConfig, check_reachable, executors_python
+from dbt.adapters.ducklake.spark.driver_launch import executors_python
+from dbt.adapters.ducklake.spark.session import SessionConfig, check_reachable
 from dbt.adapters.ducklake.spark.shipping import engine_zip, is_local_master
 
 

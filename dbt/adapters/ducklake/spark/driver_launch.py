@@ -30,7 +30,13 @@ from typing import Any
 from .driver_jvm import driver_settings
 from .session_config import DEFAULT_CONF, REQUIRED_CONF, SessionConfig
 from .shipping import is_local_master
-from .versions import pyspark_folder, pyspark_version, spark_3_defaults, version_of
+from .versions import (
+    OLDEST_SPARK,
+    pyspark_folder,
+    pyspark_version,
+    spark_3_defaults,
+    version_of,
+)
 
 ENGINE_JAR = Path(__file__).resolve().parent.parent / "jars" / "ducklake-jvm.jar"
 _POLL_S = 0.01
@@ -77,6 +83,14 @@ def executors_python(config: SessionConfig, environment: str | None) -> str | No
     if is_local_master(config.master):
         return environment or sys.executable
     return None
+
+
+def export_executors_python(config: SessionConfig) -> None:
+    """Set `PYSPARK_PYTHON` to `executors_python` before this process starts a driver
+    (only ever set, never removed: other threads may be reading the environment)."""
+    python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
 
 
 # what a launch adds to the session's settings, beyond the driver JVM's own
@@ -158,14 +172,12 @@ def launch_early(config: SessionConfig) -> None:
         return
     if os.environ.get("SPARK_TESTING"):
         return  # pyspark launches its JVM differently then
-    if version_of(pyspark_version()) < (3, 5):
+    if version_of(pyspark_version()) < OLDEST_SPARK:
         return  # the session refuses it, naming the version
     settings = session_settings(config)
     asked = launch_key(config, settings)
     launched = launch_key(config, driver_settings(settings, throwaway_warehouse))
-    python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
-    if python:
-        os.environ["PYSPARK_PYTHON"] = python  # as the session sets it before its launch
+    export_executors_python(config)  # as the session does before its own launch
     folder = tempfile.mkdtemp(prefix="dbt-ducklake-gateway-")
     info_file = os.path.join(folder, "gateway")
     command = [os.path.join(home, "bin", "spark-submit")]

@@ -47,9 +47,9 @@ def view_imports(spark_4: bool) -> tuple[str, ...]:
     return _COMMON_IMPORTS + sql + _TAIL_IMPORTS
 
 
-def connect_gateway(port: int, secret: str) -> Any:
-    """A py4j gateway to the JVM listening on `port`, as pyspark's launch returns it
-    (`proc` is None: this process did not start the JVM through pyspark)."""
+def connect_gateway(port: int, secret: str, process: Any = None) -> Any:
+    """A py4j gateway to the JVM listening on `port`, as pyspark's launch returns it;
+    `process` is the JVM's, when this process started it (pyspark keeps it as `proc`)."""
     from py4j.clientserver import ClientServer, JavaParameters, PythonParameters
     from py4j.java_gateway import GatewayParameters, JavaGateway, java_import
 
@@ -63,7 +63,7 @@ def connect_gateway(port: int, secret: str) -> Any:
         gateway = JavaGateway(
             gateway_parameters=GatewayParameters(port=port, auth_token=secret, auto_convert=True)
         )
-    gateway.proc = None
+    gateway.proc = process
     for name in view_imports(client_is_spark_4()):
         java_import(gateway.jvm, name)
     return gateway

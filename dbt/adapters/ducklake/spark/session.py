@@ -17,7 +17,7 @@ from .driver_jvm import driver_settings, tail_of
 from .driver_launch import (
     LAUNCH_ONLY,
     EarlyDriver,
-    executors_python,
+    export_executors_python,
     launch_key,
     session_settings,
     take_early,
@@ -27,7 +27,7 @@ from .errors import SessionConfigError
 from .python_path import drop_java_only_jars
 from .session_config import REQUIRED_CONF, SessionConfig
 from .shipping import ship_engine
-from .versions import version_of
+from .versions import OLDEST_SPARK, pyspark_version, version_of
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -48,11 +48,9 @@ def get_session(config: SessionConfig | None = None) -> SparkSession:
                 log.debug("reusing the process's SparkSession; a second config is ignored")
             return _session
         config.validate()
-        require_supported_spark("pyspark", _pyspark_version(), connect=bool(config.remote))
+        require_supported_spark("pyspark", pyspark_version(), connect=bool(config.remote))
         local = config.local
-        python = executors_python(config, os.environ.get("PYSPARK_PYTHON"))
-        if python:
-            os.environ["PYSPARK_PYTHON"] = python
+        export_executors_python(config)
         if not local:
             check_reachable(config.remote or config.master or "")
         settings = session_settings(config)
@@ -170,13 +168,6 @@ def session_started() -> bool:
 
 
 # The oldest Spark line tested (3.5: spark/compat.py takes its other paths)
-OLDEST_SPARK = (3, 5)
-
-
-def _pyspark_version() -> str:
-    import pyspark
-
-    return pyspark.__version__
 
 
 def require_supported_spark(what: str, version: str, *, connect: bool = False) -> None:
@@ -278,8 +269,7 @@ def _connect_to(early: EarlyDriver) -> None:
             + tail_of(early.console_log)
         )
     port, secret = gateway
-    client = connect_gateway(port, secret)
-    client.proc = early.process  # what pyspark keeps of a JVM it started itself
+    client = connect_gateway(port, secret, early.process)
     SparkContext._ensure_initialized(gateway=client)
     log.debug("Spark's console output goes to %s (a JVM started early)", early.console_log)
 

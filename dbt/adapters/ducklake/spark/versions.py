@@ -8,6 +8,9 @@ import importlib.util
 import os
 import sys
 
+# the oldest Spark line this adapter runs on (session.py refuses older, naming it)
+OLDEST_SPARK = (3, 5)
+
 
 def pyspark_version() -> str:
     """The installed pyspark's version, without importing it when it is not yet."""
