@@ -30,6 +30,12 @@ from bench.common import bench_session, meets, record
 from dbt.adapters.ducklake.lake import Lake
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 
+# the tables both sides start from (the big table is each engine's own range query)
+SETUP = (
+    "CREATE TABLE small (id BIGINT, v VARCHAR)",
+    "CREATE TABLE hundreds (id BIGINT, v VARCHAR)",
+    "INSERT INTO small VALUES (0, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (4, 'e')",
+)
 # (operation, statement with {i} for the repeat, goal in ms from the small-changes issue)
 OPERATIONS = (
     ("INSERT 1 row (inlined)", "INSERT INTO small VALUES ({i} + 1000, 'x')", 20),
@@ -73,9 +79,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         lake = Lake.open(f"sqlite:///{root}/ours.sqlite", data_path=f"{root}/ours")
         ours = LakeSQL(spark, lake)
-        ours.execute("CREATE TABLE small (id BIGINT, v VARCHAR)")
-        ours.execute("CREATE TABLE hundreds (id BIGINT, v VARCHAR)")
-        ours.execute("INSERT INTO small VALUES (0, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (4, 'e')")
+        for statement in SETUP:
+            ours.execute(statement)
         ours.execute(f"CREATE TABLE big AS SELECT id, concat('v', id) AS v FROM range({rows})")
         command = [sys.executable, __file__, "--duckdb-side", root, "--rows", str(rows)]
         duck_side = subprocess.run(
@@ -109,9 +114,8 @@ def duckdb_side(root: str, rows: int, repeat: int) -> dict[str, float]:
     con = duck.connect()
     duck.attach(con, f"sqlite:{root}/duck.sqlite", alias="dl", data_path=f"{root}/duck")
     con.execute("USE dl")
-    con.execute("CREATE TABLE small (id BIGINT, v VARCHAR)")
-    con.execute("CREATE TABLE hundreds (id BIGINT, v VARCHAR)")
-    con.execute("INSERT INTO small VALUES (0, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (4, 'e')")
+    for statement in SETUP:
+        con.execute(statement)
     con.execute(f"CREATE TABLE big AS SELECT range AS id, 'v' || range AS v FROM range({rows})")
     medians = {
         name: _median_ms(lambda i, t=template: con.execute(t.format(i=i, h=DUCK_HUNDRED)), repeat)

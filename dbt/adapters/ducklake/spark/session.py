@@ -167,9 +167,6 @@ def session_started() -> bool:
     return _session is not None or _lock.locked()
 
 
-# The oldest Spark line tested (3.5: spark/compat.py takes its other paths)
-
-
 def require_supported_spark(what: str, version: str, *, connect: bool = False) -> None:
     """Refuse a Spark older than OLDEST_SPARK, or than 4.0 through Spark Connect (not
     tested on 3.5), naming the version found."""

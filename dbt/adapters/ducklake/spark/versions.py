@@ -8,7 +8,8 @@ import importlib.util
 import os
 import sys
 
-# the oldest Spark line this adapter runs on (session.py refuses older, naming it)
+# the oldest Spark line this adapter runs on and is tested with (session.py refuses
+# older, naming it; spark/compat.py takes 3.5's other paths)
 OLDEST_SPARK = (3, 5)
 
 
