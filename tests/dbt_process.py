@@ -30,6 +30,9 @@ def write_profile(
     # cores with the other lane: on only where a test asks (test_prestart.py; CI with it
     # on everywhere passed too, 1,506 s against 1,431 s)
     fields.setdefault("spark_prestart", False)
+    # each command its own JVM (what these tests kill, cancel and time); the kept JVM,
+    # the default, is test_kept_jvm_default.py's
+    fields.setdefault("spark_keep_alive", 0)
     target = {
         "type": "ducklake",
         "metadata": metadata,

@@ -34,6 +34,8 @@ def lake_target(metadata: str, data_path: str) -> dict[str, Any]:
         "spark_master": "local[2]",
         "spark_conf": dict(SMALL_DATA_CONF),
         "author": "dbt-tests",
+        # the per-command JVM; the kept one (the default) is test_kept_jvm_default.py's
+        "spark_keep_alive": 0,
     }
 
 

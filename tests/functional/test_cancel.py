@@ -51,6 +51,7 @@ cancel:
       schema: s
       threads: 1
       spark_master: local[2]
+      spark_keep_alive: 0
       spark_conf:
         spark.ui.enabled: "false"
         spark.eventLog.enabled: "true"

@@ -54,6 +54,7 @@ def _profiles(root: Path, database: str) -> str:
       schema: s
       threads: 2
       spark_master: local[1]
+      spark_keep_alive: 0
       spark_conf:
         spark.ui.enabled: "false"
         spark.sql.shuffle.partitions: "2"

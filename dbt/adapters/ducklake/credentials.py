@@ -16,7 +16,7 @@ from dbt_common.exceptions import DbtConfigError
 
 from .atomic import check_mode
 from .lake import FileIO, LakeError, MetadataLocation, S3Settings, Secrets, parse_metadata
-from .spark.session_config import SessionConfig
+from .spark.session_config import SessionConfig, default_keep_alive
 from .storage import s3_jars, uses_s3, with_s3_jars
 
 logger = AdapterLogger("DuckLake")
@@ -52,8 +52,9 @@ class DucklakeCredentials(Credentials):
     write_deletion_vectors: bool | None = None
     # commands that run nodes start Spark (and, local, warm it) while dbt parses
     spark_prestart: bool = True
-    # seconds a local driver JVM stays up for the next dbt command (0: one per command)
-    spark_keep_alive: int = 0
+    # seconds a local driver JVM stays up for the next dbt command; 0: one JVM per
+    # command; unset: DEFAULT_KEEP_ALIVE_S where a kept JVM can serve, else 0
+    spark_keep_alive: int | None = None
 
     _ALIASES = {"catalog": "metadata", "lake": "database"}
 
@@ -99,6 +100,10 @@ class DucklakeCredentials(Credentials):
         # `dbt debug` prints these; a password in `metadata` must not reach the screen
         secrets = self.secrets()
         for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "spark_keep_alive" and value is None:
+                master = self.spark_master or "local[*]"
+                s3_data = uses_s3(self.data_path) and not self.spark_remote
+                value = f"{default_keep_alive(master, self.spark_remote, s3_data)} (default)"
             yield key, secrets.mask(value) if isinstance(value, str) else value
 
     def secrets(self) -> Secrets:
@@ -180,8 +185,12 @@ class DucklakeCredentials(Credentials):
         (their settings, secrets included, are set on the running session)."""
         master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"
         conf = {k: str(v) for k, v in self.spark_conf.items()}
-        if uses_s3(data_path or self.data_path) and not self.spark_remote:
-            if self.spark_keep_alive:
+        s3_data = uses_s3(data_path or self.data_path) and not self.spark_remote
+        keep_alive = self.spark_keep_alive
+        if keep_alive is None:
+            keep_alive = default_keep_alive(master, self.spark_remote, s3_data)
+        if s3_data:
+            if keep_alive:
                 # S3A's settings live in the JVM's Hadoop configuration, which a kept
                 # JVM would share between profiles
                 raise DbtConfigError(
@@ -191,7 +200,7 @@ class DucklakeCredentials(Credentials):
                 )
             conf = with_s3_jars(conf, s3_jars())
         return SessionConfig(
-            master=master, remote=self.spark_remote, conf=conf, keep_alive_s=self.spark_keep_alive
+            master=master, remote=self.spark_remote, conf=conf, keep_alive_s=keep_alive
         )
 
 

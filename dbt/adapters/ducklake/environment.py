@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from .spark.calls import CallRows
+    from .spark.session_config import SessionConfig
     from .spark.sql import LakeSQL
     from .staged_node import StagedNode
 
@@ -163,12 +164,11 @@ class LakeHandle:
         work (run-operation ducklake_snapshots, listing relations) never waits for a JVM."""
         with self._starting:
             if self._spark is None:
-                from .spark.session import get_session
                 from .spark.warm import give_way
 
                 give_way()  # a background warm-up stops: this statement needs Spark
                 config = self.credentials.session_config(self._lake.data_path)
-                spark = get_session(replace(config, console_log=spark_console_log()))
+                spark = started_session(replace(config, console_log=spark_console_log()))
                 if uses_s3(self._lake.data_path):
                     apply_s3(spark, self._lake.files.s3)
                 self._spark = spark
@@ -378,3 +378,22 @@ def spark_console_log() -> str | None:
     if getattr(flags, "DEBUG", False):
         return None
     return os.path.join(getattr(flags, "LOG_PATH", None) or "logs", "spark.log")
+
+
+def started_session(config: SessionConfig) -> SparkSession:
+    """The process's SparkSession; when getting it started a kept driver JVM
+    (`spark_keep_alive`, on by default for local masters), dbt's console says so, as
+    that JVM outlives the command."""
+    from .spark.resident import take_started
+    from .spark.session import get_session
+
+    spark = get_session(config)
+    log_path = take_started()
+    if log_path is not None:
+        logger.info(
+            f"Started a Spark driver JVM that later dbt commands of this profile reuse; it "
+            f"stops {config.keep_alive_s} s after the last one (spark_keep_alive: 0 gives "
+            "each command its own JVM; `python -m dbt.adapters.ducklake.spark.resident "
+            f"--stop` stops it now). Its console log: {log_path}"
+        )
+    return spark

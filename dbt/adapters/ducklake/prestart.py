@@ -18,7 +18,7 @@ from dataclasses import replace
 from dbt.adapters.events.logging import AdapterLogger
 
 from .credentials import DucklakeCredentials
-from .environment import OPENING, dbt_command, open_lake, spark_console_log
+from .environment import OPENING, dbt_command, open_lake, spark_console_log, started_session
 
 logger = AdapterLogger("DuckLake")
 
@@ -86,9 +86,8 @@ def _start(credentials: DucklakeCredentials) -> None:
         # what the first statement imports (sqlglot, pyarrow: ~1 s), imported while the
         # JVM boots rather than by the first models beside the session's start
         from .spark import calls, sql  # noqa: F401
-        from .spark.session import get_session
 
-        spark = get_session(config)
+        spark = started_session(config)
         if config.local:
             # imported once the JVM runs: its start is what the first model waits for
             from .spark.warm import warm_up

@@ -45,6 +45,7 @@ _POLL_S = 0.1
 _IDLE_CHECK_S = 2.0
 _MAX_ATTACHES = 500
 _held: list[IO[bytes]] = []  # this process's shared lock on its keeper's clients file
+_started: list[Path] = []  # the log of a keeper this process started, until announced
 
 
 def folder() -> Path:
@@ -63,6 +64,7 @@ def attach(settings: Mapping[str, str], master: str, app_name: str, keep_alive_s
         if state is None:
             _tidy()
             state = _start_keeper(base, {**spec, "keep_alive_s": keep_alive_s})
+            _started.append(base.with_suffix(".log"))
         clients = open(base.with_suffix(".clients"), "ab")  # noqa: SIM115 held until exit
         fcntl.flock(clients, fcntl.LOCK_SH)
         # a line per attach: the keeper retires after many, and stops a dead one's jobs
@@ -71,6 +73,12 @@ def attach(settings: Mapping[str, str], master: str, app_name: str, keep_alive_s
         _held.append(clients)
     log.info("attached to the kept Spark driver (pid %s, %s)", state["pid"], base)
     return _session_on(state)
+
+
+def take_started() -> Path | None:
+    """The log of the keeper this process started, once: a process that outlives the
+    command is worth a line on the user's console when it starts."""
+    return _started.pop() if _started else None
 
 
 def _key(spec: Mapping[str, Any]) -> str:

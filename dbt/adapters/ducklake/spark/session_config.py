@@ -4,12 +4,30 @@ command that never runs a statement, such as `run-operation`, starts faster)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SessionConfigError
 from .shipping import is_local_master
+
+# spark_keep_alive where a profile leaves it unset and a kept JVM can serve: a quarter
+# of an hour covers the pauses of an edit-and-run loop, and an idle JVM holds only
+# memory (build tools' daemons, Gradle's and Bazel's, are on by default for the same
+# start-up cost; theirs wait three hours)
+DEFAULT_KEEP_ALIVE_S = 900
+
+
+def default_keep_alive(master: str | None, remote: str | None, s3_data: bool) -> int:
+    """Seconds a driver JVM is kept when the profile does not say: kept for local
+    masters on local or mounted storage (resident.py), not for clusters, Spark Connect,
+    S3 data paths (a kept JVM's Hadoop settings would be shared) or non-POSIX systems
+    (its locks are POSIX file locks)."""
+    if remote or s3_data or os.name != "posix" or not is_local_master(master):
+        return 0
+    return DEFAULT_KEEP_ALIVE_S
+
 
 # What the format needs; users may add to these but not change them.
 REQUIRED_CONF: dict[str, str] = {
