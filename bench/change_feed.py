@@ -63,6 +63,8 @@ def write_project(root: str, rows: int, files: int) -> None:
             f"      metadata: sqlite:///{root}/lake/metadata.sqlite\n"
             f"      data_path: {root}/lake/data\n"
             "      schema: bench\n      threads: 1\n      spark_master: local[2]\n"
+            # every build runs in this process, on its own JVM: none to keep
+            "      spark_keep_alive: 0\n"
             '      spark_conf:\n        spark.sql.shuffle.partitions: "4"\n'
             '        spark.ui.enabled: "false"\n'
         )
