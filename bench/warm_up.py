@@ -195,7 +195,7 @@ def main() -> None:
         first, second, third = (statistics.median(s[i] for s in samples[target]) for i in range(3))
         ratio = first / second
         print(
-            f"  {label:<28} MERGE 1 {first:5.2f} s  2 {second:5.2f} s  3 {third:5.2f} s"
+            f"  {label:<30} MERGE 1 {first:5.2f} s  2 {second:5.2f} s  3 {third:5.2f} s"
             f"  first/second {ratio:4.2f}x"
         )
         goal = "<= 1.5" if target == "default" else ""
@@ -205,7 +205,7 @@ def main() -> None:
         runs = [statement_seconds(warm) for _ in range(rounds)]
         first, second = (statistics.median(r[i] for r in runs) for i in (0, 1))
         print(
-            f"    {label:<26} MERGE 1 {first:5.2f} s  2 {second:5.2f} s"
+            f"    {label:<28} MERGE 1 {first:5.2f} s  2 {second:5.2f} s"
             f"  first/second {first / second:4.2f}x"
         )
         record(
