@@ -83,15 +83,17 @@ def _start(credentials: DucklakeCredentials) -> None:
 
             # the JVM boots while pyspark is imported (the session then connects to it)
             launch_early(config)
-        # what the first statement imports (sqlglot, pyarrow: ~1 s), imported while the
-        # JVM boots rather than by the first models beside the session's start
+        # what the first statement imports (sqlglot, pyarrow: ~1 s; pyspark's `lit`
+        # imports its testing helpers and pandas with them on first use, 0.3-0.45 s),
+        # imported while the JVM boots, or before a kept JVM is attached, rather than
+        # by the first model (a small project's parse ends before the warm-up starts)
         from .spark import calls, sql  # noqa: F401
+        from .spark.warm import import_what_lit_imports, warm_up
+
+        import_what_lit_imports()
 
         spark = started_session(config)
         if config.local:
-            # imported once the JVM runs: its start is what the first model waits for
-            from .spark.warm import warm_up
-
             done = warm_up(spark)
             logger.debug(f"Spark warmed in the background: {done} statements")
     except Exception as exc:  # the first statement starts Spark again and reports it

@@ -43,6 +43,23 @@ def give_way() -> None:
     _give_way.set()
 
 
+def import_what_lit_imports() -> None:
+    """pyspark's `lit` imports its testing helpers, and with them pandas, on first use:
+    0.3-0.45 s that the first MERGE would otherwise pay."""
+    with contextlib.suppress(ImportError):
+        import pyspark.testing.utils  # noqa: F401
+
+
+def touch_session(spark: SparkSession) -> None:
+    """What a new process's first statement pays even on a JVM that ran them all
+    before (a kept one), without a Spark job: its SparkSession's own state (analyzer,
+    catalog), pyspark's DataFrame classes and Arrow's conversion of a local relation,
+    as a MERGE of a few rows builds one. Analyzed, never run."""
+    from .local_rows import local_frame
+
+    local_frame(spark, [(1, "a")], "id bigint, s string").where("id > 0").select("s")
+
+
 def warm_up(spark: SparkSession) -> int:
     """Run dbt's usual statements once on a throwaway local lake, until a real statement
     needs Spark; how many ran.
@@ -52,10 +69,8 @@ def warm_up(spark: SparkSession) -> int:
     the temporary view are removed."""
     start = time.perf_counter()
     if not _give_way.is_set():
-        # pyspark's `lit` imports its testing helpers, and with them pandas, on first
-        # use: 0.3 s that the first MERGE would otherwise pay
-        with contextlib.suppress(ImportError):
-            import pyspark.testing.utils  # noqa: F401
+        import_what_lit_imports()
+        touch_session(spark)
     folder = tempfile.mkdtemp(prefix="ducklake-warm-up-")
 
     def remove() -> None:
