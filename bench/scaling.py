@@ -63,7 +63,9 @@ def main() -> None:
         warm = source(spark, sizes[0], 8)
         create_table_as(lake, "main", "warm", warm)
         warm.write.mode("overwrite").parquet(f"{root}/raw")
-        spark.sql("SELECT id, 'x' AS v, 1 AS n FROM range(100)").createOrReplaceTempView("changes")
+        # more rows than the driver's small-change path takes, so the warm-up runs the
+        # MERGE path the timed ones do (with 100 it ran none of it)
+        spark.sql("SELECT id, 'x' AS v, 1 AS n FROM range(5000)").createOrReplaceTempView("changes")
         sql.execute(
             "MERGE INTO warm USING changes s ON warm.id = s.id "
             "WHEN MATCHED THEN UPDATE SET s = s.v, n = s.n WHEN NOT MATCHED THEN INSERT "
