@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..lake import Lake
 from .session import label_jobs
 from .sql import LakeSQL
+from .versions import client_is_spark_4
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,12 @@ def give_way() -> None:
 
 
 def import_what_lit_imports() -> None:
-    """pyspark's `lit` imports its testing helpers, and with them pandas, on first use:
-    0.3-0.45 s that the first MERGE would otherwise pay."""
-    with contextlib.suppress(ImportError):
+    """pyspark 4's `lit` imports its testing helpers, and with them pandas, on first
+    use: 0.3-0.45 s that the first MERGE would otherwise pay. 3.5's imports nothing
+    (and its testing helpers fail to import beside numpy 2): left alone there."""
+    if not client_is_spark_4():
+        return
+    with contextlib.suppress(Exception):  # only a head start: `lit` reports its own
         import pyspark.testing.utils  # noqa: F401
 
 
