@@ -101,9 +101,7 @@ class DucklakeCredentials(Credentials):
         secrets = self.secrets()
         for key, value in super().connection_info(with_aliases=with_aliases):
             if key == "spark_keep_alive" and value is None:
-                master = self.spark_master or "local[*]"
-                s3_data = uses_s3(self.data_path) and not self.spark_remote
-                value = f"{default_keep_alive(master, self.spark_remote, s3_data)} (default)"
+                value = f"{self._keep_alive(self.data_path)} (default)"
             yield key, secrets.mask(value) if isinstance(value, str) else value
 
     def secrets(self) -> Secrets:
@@ -183,12 +181,10 @@ class DucklakeCredentials(Credentials):
     def session_config(self, data_path: str | None = None) -> SessionConfig:
         """The Spark session; with a data path on S3, S3A's jars from the jar cache
         (their settings, secrets included, are set on the running session)."""
-        master = self.spark_master if self.spark_master or self.spark_remote else "local[*]"
+        master = self._master()
         conf = {k: str(v) for k, v in self.spark_conf.items()}
-        s3_data = uses_s3(data_path or self.data_path) and not self.spark_remote
-        keep_alive = self.spark_keep_alive
-        if keep_alive is None:
-            keep_alive = default_keep_alive(master, self.spark_remote, s3_data)
+        s3_data = self._s3_data(data_path or self.data_path)
+        keep_alive = self._keep_alive(data_path or self.data_path)
         if s3_data:
             if keep_alive:
                 # S3A's settings live in the JVM's Hadoop configuration, which a kept
@@ -202,6 +198,18 @@ class DucklakeCredentials(Credentials):
         return SessionConfig(
             master=master, remote=self.spark_remote, conf=conf, keep_alive_s=keep_alive
         )
+
+    def _master(self) -> str | None:
+        return self.spark_master if self.spark_master or self.spark_remote else "local[*]"
+
+    def _s3_data(self, data_path: str | None) -> bool:
+        return uses_s3(data_path) and not self.spark_remote
+
+    def _keep_alive(self, data_path: str | None) -> int:
+        """The profile's `spark_keep_alive`, or the default for its master and data path."""
+        if self.spark_keep_alive is not None:
+            return self.spark_keep_alive
+        return default_keep_alive(self._master(), self.spark_remote, self._s3_data(data_path))
 
 
 def _os_user() -> str:
