@@ -162,8 +162,9 @@ def main() -> None:
                 f"ratio to Parquet delete files {vectors / deleted:.2f}, to raw {vectors / raw:.2f}"
             )
 
-            # the floor of a filter on row positions inside Spark's own Parquet scan: the
-            # raw read that also produces `_metadata.row_index`, no row tested yet
+            # the raw read that also produces `_metadata.row_index`, no row tested yet: the
+            # floor of a filter on positions Spark's reader fills (what reads of split files
+            # or with pushed filters pay; a whole unfiltered file's positions are counted)
             def raw_positions() -> object:
                 with_pos = spark.read.parquet(*files).where(F.col("_metadata.row_index") >= 0)
                 return aggregate(with_pos)

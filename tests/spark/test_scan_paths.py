@@ -274,6 +274,43 @@ def test_deletes_on_both_sides_of_every_64_row_run(
     assert [r[0] for r in ours] == [i for i in range(1000) if i not in gone]
 
 
+@pytest.mark.skipif(not READER, reason="the JVM reader runs on Spark 4")
+@pytest.mark.parametrize("split", [False, True])
+def test_the_deletes_reader_counts_positions_only_where_no_row_is_skipped(
+    spark, sqlite_catalog: Catalog, split: bool
+) -> None:
+    """A whole file read without pushed filters hands on every row in order, so the reader
+    counts positions; a file Spark splits between tasks, or a filtered read whose row
+    groups statistics skip, reads Spark's row index. Both read as DuckDB reads them."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    with lake.transaction() as tx:
+        tx.set_option("parquet_row_group_size", "1000")
+    df = spark.sql("SELECT id, id * 3 AS v, concat('s', id) AS s FROM range(20000)")
+    create_table_as(lake, "main", "t", df.coalesce(1))
+    sql = LakeSQL(spark, lake)
+    sql.execute("DELETE FROM main.t WHERE id % 7 = 1 OR id BETWEEN 5000 AND 6999")
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach)
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "16k" if split else "128m")
+    try:
+        scanned = scan_table(spark, lake, "main", "t")
+        assert (scanned.rdd.getNumPartitions() > 1) == split
+        ours = sorted(tuple(r) for r in scanned.collect())
+        late = scanned.where(F.col("id") >= 15500)
+        plan = late._jdf.queryExecution().executedPlan().toString()
+        ours_late = sorted(tuple(r) for r in late.collect())
+    finally:
+        spark.conf.set(key, before)
+    assert "GreaterThanOrEqual" in plan, plan  # pushed: row groups before 15,000 skipped
+    assert ours == sorted(con.execute("SELECT id, v, s FROM lake.main.t").fetchall())
+    theirs_late = con.execute("SELECT id, v, s FROM lake.main.t WHERE id >= 15500").fetchall()
+    assert ours_late == sorted(theirs_late)
+    kept = [i for i in range(20000) if i % 7 != 1 and not 5000 <= i <= 6999]
+    assert [r[0] for r in ours] == kept
+
+
 @pytest.mark.parametrize("hashed_files", [128, 0])
 def test_a_file_changed_outside_the_lake_fails_the_scan(
     spark, sqlite_catalog: Catalog, hashed_files: int, monkeypatch

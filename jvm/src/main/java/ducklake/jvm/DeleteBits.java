@@ -97,6 +97,35 @@ final class DeleteBits implements Serializable {
     return word < bits.length && (bits[word] & (1L << position)) != 0;
   }
 
+  /**
+   * Fills {@code keep} with the offsets {@code i < rows} whose position {@code start + i} is
+   * not deleted, and returns how many: a run of consecutive positions tested a word at a time.
+   */
+  static int keptOfRun(long[] bits, long start, int rows, int[] keep) {
+    int kept = 0;
+    int i = 0;
+    while (i < rows) {
+      long at = start + i;
+      int word = (int) (at >>> 6);
+      if (word >= bits.length) {
+        while (i < rows) {
+          keep[kept++] = i++;
+        }
+        break;
+      }
+      int bit = (int) (at & 63);
+      int span = Math.min(64 - bit, rows - i);
+      long deleted = bits[word] >>> bit; // bit j: position at + j
+      for (int j = 0; j < span; j++) {
+        if ((deleted & (1L << j)) == 0) {
+          keep[kept++] = i + j;
+        }
+      }
+      i += span;
+    }
+    return kept;
+  }
+
   private long[] fileBits(String[] spec) throws IOException {
     String path = spec[1];
     if (path.isEmpty()) {

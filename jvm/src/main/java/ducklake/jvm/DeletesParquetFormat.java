@@ -79,16 +79,38 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
       throw new IllegalArgumentException("DeletesParquetFormat reads no partition directories");
     }
     long snapshot = Long.parseLong(options.get(SNAPSHOT).get());
+    DeleteBits deletes = new DeleteBits(spec.get(), snapshot, hadoopConf);
     // a caller that reads the positions (to find rows in their files) keeps them
     int asked = Arrays.asList(requiredSchema.fieldNames()).indexOf(ROW_INDEX);
     StructType positioned =
         asked >= 0 ? requiredSchema : requiredSchema.add(ROW_INDEX, DataTypes.LongType, true);
     Function1<PartitionedFile, Iterator<InternalRow>> read =
         super.buildReaderWithPartitionValues(
-            session, dataSchema, partitionSchema, positioned, filters, options, hadoopConf);
+            session,
+            dataSchema,
+            partitionSchema,
+            positioned,
+            filters,
+            options,
+            new Configuration(hadoopConf));
     int position = asked >= 0 ? asked : requiredSchema.length();
-    return new SkippingReader(
-        read, new DeleteBits(spec.get(), snapshot, hadoopConf), requiredSchema, position);
+    // Without pushed filters a whole file's rows arrive in order, none skipped: their
+    // positions are counted, which costs nothing, where Spark's row index costs a boxed
+    // iterator step per row. Files Spark splits between tasks still read the row index.
+    // (each reader its own copy of the Hadoop settings: Spark's sets the read schema in
+    // them, and a local broadcast holds the very object)
+    Function1<PartitionedFile, Iterator<InternalRow>> counted =
+        asked < 0 && filters.isEmpty()
+            ? super.buildReaderWithPartitionValues(
+                session,
+                dataSchema,
+                partitionSchema,
+                requiredSchema,
+                filters,
+                options,
+                new Configuration(hadoopConf))
+            : null;
+    return new SkippingReader(read, counted, deletes, requiredSchema, position);
   }
 
   /** Per file: Spark's reader of it, without the rows deleted. */
@@ -96,16 +118,19 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
       extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
     private static final long serialVersionUID = 1L;
     private final Function1<PartitionedFile, Iterator<InternalRow>> read;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> counted;
     private final DeleteBits deletes;
     private final StructType schema;
     private final int position;
 
     SkippingReader(
         Function1<PartitionedFile, Iterator<InternalRow>> read,
+        Function1<PartitionedFile, Iterator<InternalRow>> counted,
         DeleteBits deletes,
         StructType schema,
         int position) {
       this.read = read;
+      this.counted = counted;
       this.deletes = deletes;
       this.schema = schema;
       this.position = position;
@@ -114,11 +139,15 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
       long[] bits = deletes.of(file.fileSize(), file.toPath().getName());
+      boolean whole = file.start() == 0 && file.length() == file.fileSize();
+      boolean counting = counted != null && whole;
       @SuppressWarnings("unchecked") // Spark hands batches through an Iterator[InternalRow]
-      Iterator<Object> items = (Iterator<Object>) (Iterator<?>) read.apply(file);
+      Iterator<Object> items =
+          (Iterator<Object>) (Iterator<?>) (counting ? counted : read).apply(file);
       @SuppressWarnings("unchecked")
       Iterator<InternalRow> kept =
-          (Iterator<InternalRow>) (Iterator<?>) new Kept(items, bits, schema, position);
+          (Iterator<InternalRow>)
+              (Iterator<?>) new Kept(items, bits, schema, counting ? -1 : position);
       return kept;
     }
   }
@@ -126,6 +155,8 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
   /**
    * The items of one file's read without the deleted rows, and without the position column
    * unless the caller asked for it ({@code position} inside the schema's {@code width} columns).
+   * A negative {@code position}: the items carry no positions and are the file's rows in
+   * order from its first, so positions are counted.
    */
   private static final class Kept extends AbstractIterator<Object> {
     private final Iterator<Object> items;
@@ -136,6 +167,7 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
     private int[] keep = new int[0];
     private UnsafeProjection project;
     private Object pending;
+    private long counted; // the position of the next row, when counting
 
     Kept(Iterator<Object> items, long[] bits, StructType schema, int position) {
       this.items = items;
@@ -157,7 +189,8 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
           return true;
         }
         InternalRow row = (InternalRow) item;
-        if (!DeleteBits.deleted(bits, row.getLong(position))) {
+        long at = position < 0 ? counted++ : row.getLong(position);
+        if (!DeleteBits.deleted(bits, at)) {
           if (position < width) {
             pending = row; // nothing to drop: Spark's row as its reader made it
             return true;
@@ -184,14 +217,19 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
 
     private ColumnarBatch filter(ColumnarBatch batch) {
       int rows = batch.numRows();
-      ColumnVector positions = batch.column(position);
       if (keep.length < rows) {
         keep = new int[rows];
       }
       int kept = 0;
-      for (int i = 0; i < rows; i++) {
-        if (!DeleteBits.deleted(bits, positions.getLong(i))) {
-          keep[kept++] = i;
+      if (position < 0) {
+        kept = DeleteBits.keptOfRun(bits, counted, rows, keep);
+        counted += rows;
+      } else {
+        ColumnVector positions = batch.column(position);
+        for (int i = 0; i < rows; i++) {
+          if (!DeleteBits.deleted(bits, positions.getLong(i))) {
+            keep[kept++] = i;
+          }
         }
       }
       ColumnVector[] columns = new ColumnVector[width];
