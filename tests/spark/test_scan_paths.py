@@ -279,9 +279,10 @@ def test_deletes_on_both_sides_of_every_64_row_run(
 def test_the_deletes_reader_counts_positions_only_where_no_row_is_skipped(
     spark, sqlite_catalog: Catalog, split: bool
 ) -> None:
-    """A whole file read without pushed filters hands on every row in order, so the reader
-    counts positions; a file Spark splits between tasks, or a filtered read whose row
-    groups statistics skip, reads Spark's row index. Both read as DuckDB reads them."""
+    """A read without pushed filters hands on every row of its row groups in order, so the
+    reader counts positions: from 0 in a whole file, from each row group's first position
+    (its footer says) in a file Spark splits between tasks. A filtered read, whose row
+    groups statistics may skip, reads Spark's row index. All read as DuckDB reads them."""
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     with lake.transaction() as tx:
         tx.set_option("parquet_row_group_size", "1000")

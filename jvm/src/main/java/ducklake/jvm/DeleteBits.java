@@ -36,6 +36,7 @@ final class DeleteBits implements Serializable {
   private final HashMap<String, String[]> files = new HashMap<>();
   private final HashMap<String, String> fileSystemConf = new HashMap<>();
   private transient HashMap<String, long[]> bitsBySize;
+  private boolean keyed; // data files open through KeyedFileSystem (an encrypted lake)
 
   DeleteBits(String spec, long snapshot, Configuration conf) {
     this.snapshot = snapshot;
@@ -52,6 +53,7 @@ final class DeleteBits implements Serializable {
     for (Map.Entry<String, String> e : conf.getPropsWithPrefix("fs.").entrySet()) {
       String value = e.getValue();
       if (KeyedFileSystem.class.getName().equals(value)) {
+        keyed = true;
         if (delegate == null) {
           continue;
         }
@@ -188,13 +190,15 @@ final class DeleteBits implements Serializable {
     return bits;
   }
 
-  private byte[] read(String path) throws IOException {
-    if (!path.contains(":")) { // a local path: no Hadoop file system needed
-      return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(path));
-    }
-    Configuration conf;
+  /** Whether data files are opened through KeyedFileSystem (an encrypted lake). */
+  boolean keyed() {
+    return keyed;
+  }
+
+  /** The scan's file system settings, for reading files beside the scan's own reader. */
+  Configuration fileSystemConf() {
     synchronized (CONFS) { // a Configuration parses its XML defaults: once per settings
-      conf = CONFS.get(fileSystemConf);
+      Configuration conf = CONFS.get(fileSystemConf);
       if (conf == null) {
         conf = new Configuration();
         fileSystemConf.forEach(conf::set);
@@ -203,9 +207,16 @@ final class DeleteBits implements Serializable {
         }
         CONFS.put(fileSystemConf, conf);
       }
+      return conf;
+    }
+  }
+
+  private byte[] read(String path) throws IOException {
+    if (!path.contains(":")) { // a local path: no Hadoop file system needed
+      return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(path));
     }
     Path p = new Path(path);
-    FileSystem fs = p.getFileSystem(conf);
+    FileSystem fs = p.getFileSystem(fileSystemConf());
     long length = fs.getFileStatus(p).getLen();
     if (length > Integer.MAX_VALUE) {
       throw new IOException("delete file " + path + " is over 2 GiB");

@@ -1,10 +1,19 @@
 package ducklake.jvm;
 
+import java.io.IOException;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.HadoopReadOptions;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
@@ -139,24 +148,71 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
     @Override
     public Iterator<InternalRow> apply(PartitionedFile file) {
       long[] bits = deletes.of(file.fileSize(), file.toPath().getName());
-      boolean whole = file.start() == 0 && file.length() == file.fileSize();
-      boolean counting = counted != null && whole;
+      RowGroups groups = counted == null ? null : rowGroups(file);
       @SuppressWarnings("unchecked") // Spark hands batches through an Iterator[InternalRow]
       Iterator<Object> items =
-          (Iterator<Object>) (Iterator<?>) (counting ? counted : read).apply(file);
+          (Iterator<Object>) (Iterator<?>) (groups != null ? counted : read).apply(file);
       @SuppressWarnings("unchecked")
       Iterator<InternalRow> kept =
           (Iterator<InternalRow>)
-              (Iterator<?>) new Kept(items, bits, schema, counting ? -1 : position);
+              (Iterator<?>) new Kept(items, bits, schema, position, groups, file.toString());
       return kept;
     }
+
+    /**
+     * The row groups this part of the file reads, as Spark's reader picks them for a split
+     * (those whose midpoint lies in it); null where Spark's row index must tell positions
+     * (split files of an encrypted lake, whose footers only the keyed reader opens).
+     */
+    private RowGroups rowGroups(PartitionedFile file) {
+      if (file.start() == 0 && file.length() == file.fileSize()) {
+        return RowGroups.WHOLE;
+      }
+      if (deletes.keyed()) {
+        return null;
+      }
+      Configuration conf = deletes.fileSystemConf();
+      Path path = file.toPath();
+      // the footer's row groups of this part as Spark's reader picks them: by the range
+      ParquetReadOptions range =
+          HadoopReadOptions.builder(conf, path)
+              .withRange(file.start(), file.start() + file.length())
+              .build();
+      try (ParquetFileReader reader =
+          ParquetFileReader.open(HadoopInputFile.fromPath(path, conf), range)) {
+        ParquetMetadata footer = reader.getFooter();
+        // (row groups without rows hand on nothing: left out, they cannot stall the count)
+        List<BlockMetaData> blocks =
+            footer.getBlocks().stream().filter(b -> b.getRowCount() > 0).toList();
+        long[] starts = new long[blocks.size()];
+        long[] sizes = new long[blocks.size()];
+        for (int i = 0; i < starts.length; i++) {
+          starts[i] = blocks.get(i).getRowIndexOffset();
+          sizes[i] = blocks.get(i).getRowCount();
+          if (starts[i] < 0) {
+            return null; // a footer read without row positions: the row index says
+          }
+        }
+        return new RowGroups(starts, sizes);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  }
+
+  /**
+   * The positions of the rows a read without skipped rows hands on: each row group's first
+   * position and row count, read in order ({@link #WHOLE}: a whole file, one run from 0).
+   */
+  private record RowGroups(long[] starts, long[] sizes) {
+    static final RowGroups WHOLE = new RowGroups(new long[] {0}, new long[] {Long.MAX_VALUE});
   }
 
   /**
    * The items of one file's read without the deleted rows, and without the position column
    * unless the caller asked for it ({@code position} inside the schema's {@code width} columns).
-   * A negative {@code position}: the items carry no positions and are the file's rows in
-   * order from its first, so positions are counted.
+   * With {@code groups}, the items carry no positions: they are those row groups' rows in
+   * order, so positions are counted (a batch never spans two row groups).
    */
   private static final class Kept extends AbstractIterator<Object> {
     private final Iterator<Object> items;
@@ -167,14 +223,49 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
     private int[] keep = new int[0];
     private UnsafeProjection project;
     private Object pending;
-    private long counted; // the position of the next row, when counting
+    private final RowGroups groups;
+    private final String file;
+    private int group; // counting: the row group being read, and how many of its rows
+    private long inGroup;
 
-    Kept(Iterator<Object> items, long[] bits, StructType schema, int position) {
+    Kept(
+        Iterator<Object> items,
+        long[] bits,
+        StructType schema,
+        int position,
+        RowGroups groups,
+        String file) {
       this.items = items;
       this.bits = bits;
       this.schema = schema;
       this.width = schema.length();
-      this.position = position;
+      this.position = groups == null ? position : -1;
+      this.groups = groups;
+      this.file = file;
+    }
+
+    /** Counting: the position of the first of the next {@code rows} rows, which it takes. */
+    private long positionsOf(int rows) {
+      long[] sizes = groups.sizes();
+      if (group >= sizes.length || inGroup + rows > sizes[group]) {
+        throw new IllegalStateException(
+            "rows of " + file + " past the row groups its footer lists: positions unknown");
+      }
+      long at = groups.starts()[group] + inGroup;
+      inGroup += rows;
+      if (inGroup == sizes[group]) {
+        group++;
+        inGroup = 0;
+      }
+      return at;
+    }
+
+    /** Counting: every row group listed was read whole (else positions went astray). */
+    private void checkAllRead() {
+      if (groups != null && groups != RowGroups.WHOLE && group != groups.sizes().length) {
+        throw new IllegalStateException(
+            "fewer rows of " + file + " than the row groups its footer lists");
+      }
     }
 
     @Override
@@ -189,7 +280,7 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
           return true;
         }
         InternalRow row = (InternalRow) item;
-        long at = position < 0 ? counted++ : row.getLong(position);
+        long at = position < 0 ? positionsOf(1) : row.getLong(position);
         if (!DeleteBits.deleted(bits, at)) {
           if (position < width) {
             pending = row; // nothing to drop: Spark's row as its reader made it
@@ -202,6 +293,7 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
           return true;
         }
       }
+      checkAllRead();
       return false;
     }
 
@@ -222,8 +314,7 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
       }
       int kept = 0;
       if (position < 0) {
-        kept = DeleteBits.keptOfRun(bits, counted, rows, keep);
-        counted += rows;
+        kept = DeleteBits.keptOfRun(bits, positionsOf(rows), rows, keep);
       } else {
         ColumnVector positions = batch.column(position);
         for (int i = 0; i < rows; i++) {
