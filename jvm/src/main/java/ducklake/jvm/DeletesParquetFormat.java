@@ -39,12 +39,14 @@ import scala.runtime.AbstractFunction1;
  * reader: {@code spark.read.format("ducklake.jvm.DeletesParquetFormat")} with the options
  * {@value #DELETES} ({@link DeleteBits}'s spec) and {@value #SNAPSHOT}.
  *
- * <p>The reader asks Spark's own Parquet reader for one more column, the position of each row
- * in its file ({@value #ROW_INDEX}, which that reader fills), tests each position against the
- * file's deleted bits and hands on the kept rows without that column: a columnar batch through
- * {@link FilteredVector}s that skip the deleted rows (no copy), a row by a projection. A read
- * schema that names that column itself keeps it (scans that locate rows in their files). Without
- * the options it is Spark's Parquet source unchanged.
+ * <p>The reader tests the position of each row in its file against the file's deleted bits and
+ * hands on the kept rows: a columnar batch through {@link FilteredVector}s that skip the deleted
+ * rows (no copy), a row as it is or by a projection. A read without pushed filters skips no row,
+ * so positions are counted (from each row group's first, for a part of a split file). Otherwise
+ * it asks Spark's own Parquet reader for one more column, the position ({@value #ROW_INDEX},
+ * which that reader fills), and drops that column again, unless the read schema names it itself
+ * (scans that locate rows in their files). Without the options it is Spark's Parquet source
+ * unchanged.
  */
 public final class DeletesParquetFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
@@ -103,11 +105,11 @@ public final class DeletesParquetFormat extends ParquetFileFormat {
             options,
             new Configuration(hadoopConf));
     int position = asked >= 0 ? asked : requiredSchema.length();
-    // Without pushed filters a whole file's rows arrive in order, none skipped: their
-    // positions are counted, which costs nothing, where Spark's row index costs a boxed
-    // iterator step per row. Files Spark splits between tasks still read the row index.
-    // (each reader its own copy of the Hadoop settings: Spark's sets the read schema in
-    // them, and a local broadcast holds the very object)
+    // Without pushed filters a file's rows arrive in order, none skipped: their positions
+    // are counted, which costs nothing, where Spark's row index costs a boxed iterator step
+    // per row (`read` stays for split files of encrypted lakes, see rowGroups). Each reader
+    // gets its own copy of the Hadoop settings: Spark's sets the read schema in them, and a
+    // local broadcast holds the very object.
     Function1<PartitionedFile, Iterator<InternalRow>> counted =
         asked < 0 && filters.isEmpty()
             ? super.buildReaderWithPartitionValues(
