@@ -52,6 +52,12 @@ def _ours(sql: LakeSQL, table: str, version: int) -> list[tuple]:
     )
 
 
+def _our_feed(sql: LakeSQL, table: str, first: int, last: int) -> list[tuple]:
+    """Our `table_changes` of the window, sorted as DuckDB's rows are compared."""
+    query = f"SELECT * FROM table_changes('{table}', {first}, {last})"
+    return sorted(tuple(r) for r in sql.query(query).collect())
+
+
 def _changes(con) -> list[str]:
     rows = con.execute(
         f"SELECT changes_made FROM {META}.ducklake_snapshot_changes ORDER BY snapshot_id"
@@ -109,6 +115,12 @@ def test_merge_after_many_appends_keeps_every_snapshot(spark, catalog: Catalog) 
     assert per_partition == {"0": 1, "1": 2}  # region 1 keeps the file with a delete
     assert _history(con, "ev", versions) == before
     assert sorted(con.execute("FROM table_changes('ev', 4, 9)").fetchall()) == feed_before
+    # ours reads the merged files' rows of the window (per-row snapshot ids) as DuckDB does
+    assert _our_feed(sql, "ev", 4, 9) == feed_before
+    for v in (4, 6, 9):
+        assert _our_feed(sql, "ev", v, v) == sorted(
+            con.execute(f"FROM table_changes('ev', {v}, {v})").fetchall()
+        )
     for v in versions:
         assert _ours(sql, "ev", v) == before[v]
     snap = con.execute(
@@ -385,6 +397,10 @@ def test_flush_inlined_data_keeps_every_snapshot(spark, catalog: Catalog) -> Non
     con = _duck(catalog)
     assert _history(con, "t", versions) == before
     assert sorted(con.execute(f"FROM table_changes('t', {first + 1}, {last})").fetchall()) == feed
+    assert _our_feed(sql, "t", first + 1, last) == feed
+    for v in range(first + 1, last + 1):  # the flushed file holds rows of each snapshot
+        theirs = sorted(con.execute(f"FROM table_changes('t', {v}, {v})").fetchall())
+        assert _our_feed(sql, "t", v, v) == theirs, v
     for v in versions:
         assert _ours(sql, "t", v) == before[v]
     assert _changes(con)[-1] == "deleted_from_table:1,inline_flush:1"

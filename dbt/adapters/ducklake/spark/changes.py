@@ -3,9 +3,11 @@ snapshots (inclusive), with DuckDB's columns and update detection.
 
 Only what the window touched is read: data files that began, ended or got deletes in
 it (and files with per-row snapshot ids), their delete files, and inlined rows and
-deletes. A row deleted and inserted again under the same row id in one snapshot is an
-update (`update_preimage` / `update_postimage`), as in DuckDB. Rows are read with the
-table's columns as of the end snapshot.
+deletes. Each file is read for what the window did to it: a file that only lost rows
+(an UPDATE's old file) is read once, for the deleted rows, not also for new ones. A
+row deleted and inserted again under the same row id in one snapshot is an update
+(`update_preimage` / `update_postimage`), as in DuckDB. Rows are read with the table's
+columns as of the end snapshot.
 """
 
 from __future__ import annotations
@@ -68,15 +70,22 @@ def table_changes(
     ended = [r for r in inlined if r.end_snapshot is not None and first <= r.end_snapshot <= last]
     inserted = [_inlined(spark, columns, born)] if born else []
     deleted = [_inlined(spark, columns, ended, at_end=True)] if ended else []
-    if files:
-        rows = read_files(
-            spark, cat, columns, files, file_stats, [], None, lineage=True, positions=True
-        )
+    # each file is read for what the window did to it: new rows, lost rows, or both
+    gaining = _files_gaining(files, first)
+    losing = _files_losing(files, delete_files, inlined_deletes, first)
+    if gaining:
+        rows = read_files(spark, cat, columns, gaining, file_stats, [], None, lineage=True)
         inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
-        gone = _deleted_positions(spark, files, delete_files, inlined_deletes, first, last)
-        if gone is not None:
-            small = _deletes_at_most(files, delete_files, inlined_deletes) <= BROADCAST_DELETES
-            deleted.append(_deleted_rows(rows, F.broadcast(gone) if small else gone, names))
+    ids = {f.data_file_id for f in losing}
+    their_deletes = [d for d in delete_files if d.data_file_id in ids]
+    their_inlined = [d for d in inlined_deletes if d.data_file_id in ids]
+    gone = _deleted_positions(spark, losing, their_deletes, their_inlined, first, last)
+    if gone is not None:
+        lost = read_files(
+            spark, cat, columns, losing, file_stats, [], None, lineage=True, positions=True
+        )
+        small = _deletes_at_most(losing, their_deletes, their_inlined) <= BROADCAST_DELETES
+        deleted.append(_deleted_rows(lost, F.broadcast(gone) if small else gone, names))
     # no rows of a kind: an empty frame of the feed's columns
     ins = _union(inserted or [_inlined(spark, columns, [])]).where(in_window)
     dels = _union(deleted or [_inlined(spark, columns, [])])
@@ -119,6 +128,31 @@ def _window(
             f"{cat.snapshot_id}"
         )
     return first, cat
+
+
+def _files_gaining(files: Sequence[DataFile], first: int) -> list[DataFile]:
+    """The files that can hold rows inserted in the window: begun in it, or holding rows
+    of several snapshots up to one in it. Older files lost rows at most."""
+    return [f for f in files if max(f.begin_snapshot, f.partial_max or 0) >= first]
+
+
+def _files_losing(
+    files: Sequence[DataFile],
+    delete_files: Sequence[DeleteFile],
+    inlined_deletes: Sequence[InlinedDelete],
+    first: int,
+) -> list[DataFile]:
+    """The files that can have lost rows in the window: ended in it, or with deletes
+    stamped in it. Only their rows are read for the deleted rows' values."""
+    touched = {
+        d.data_file_id for d in delete_files if max(d.begin_snapshot, d.partial_max or 0) >= first
+    }
+    touched |= {d.data_file_id for d in inlined_deletes if d.begin_snapshot >= first}
+    return [
+        f
+        for f in files
+        if f.data_file_id in touched or (f.end_snapshot is not None and f.end_snapshot >= first)
+    ]
 
 
 def _deletes_at_most(
@@ -194,9 +228,11 @@ def _deleted_positions(
     known = delete_positions(spark, delete_files, inlined_deletes)
     parts = []
     if known is not None:
-        known = known.groupBy(DELETE_FILE_ID_COL, DELETE_POS_COL).agg(
-            F.min(DELETE_SNAPSHOT).alias(DELETE_SNAPSHOT)
-        )
+        known = known.select(DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT)
+        if _positions_may_repeat(delete_files, inlined_deletes):
+            known = known.groupBy(DELETE_FILE_ID_COL, DELETE_POS_COL).agg(
+                F.min(DELETE_SNAPSHOT).alias(DELETE_SNAPSHOT)
+            )
         parts.append(known.where(F.col(DELETE_SNAPSHOT).between(first, last)))
     ended = [
         (f.data_file_id, f.end_snapshot, f.record_count)
@@ -218,6 +254,17 @@ def _deleted_positions(
             )
         parts.append(every.select(DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT))
     return _union(parts) if parts else None
+
+
+def _positions_may_repeat(
+    delete_files: Sequence[DeleteFile], inlined_deletes: Sequence[InlinedDelete]
+) -> bool:
+    """Whether a deleted position can be listed twice, so that its first deletion must be
+    found. DuckLake 1.0 keeps one delete file per data file (a partial one stamps each
+    position), and its positions are distinct: then each is listed once, and the shuffle
+    that finds the first is saved."""
+    per_file = [d.data_file_id for d in delete_files]
+    return bool(inlined_deletes) or len(per_file) != len(set(per_file))
 
 
 def _union(parts: list[DataFrame]) -> DataFrame:
