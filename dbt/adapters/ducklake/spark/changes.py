@@ -72,7 +72,7 @@ def table_changes(
     deleted = [_inlined(spark, columns, ended, at_end=True)] if ended else []
     # each file is read for what the window did to it: new rows, lost rows, or both
     gaining = _files_gaining(files, first)
-    losing = _files_losing(files, delete_files, inlined_deletes, first)
+    losing = _files_losing(files, delete_files, inlined_deletes, first, last)
     if gaining:
         rows = read_files(spark, cat, columns, gaining, file_stats, [], None, lineage=True)
         inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
@@ -141,6 +141,7 @@ def _files_losing(
     delete_files: Sequence[DeleteFile],
     inlined_deletes: Sequence[InlinedDelete],
     first: int,
+    last: int,
 ) -> list[DataFile]:
     """The files that can have lost rows in the window: ended in it, or with deletes
     stamped in it. Only their rows are read for the deleted rows' values."""
@@ -151,7 +152,8 @@ def _files_losing(
     return [
         f
         for f in files
-        if f.data_file_id in touched or (f.end_snapshot is not None and f.end_snapshot >= first)
+        if f.data_file_id in touched
+        or (f.end_snapshot is not None and first <= f.end_snapshot <= last)
     ]
 
 
