@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -72,20 +73,13 @@ def table_changes(
     deleted = [_inlined(spark, columns, ended, at_end=True)] if ended else []
     # each file is read for what the window did to it: new rows, lost rows, or both
     gaining = _files_gaining(files, first)
-    losing = _files_losing(files, delete_files, inlined_deletes, first, last)
     if gaining:
         rows = read_files(spark, cat, columns, gaining, file_stats, [], None, lineage=True)
         inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
-    ids = {f.data_file_id for f in losing}
-    their_deletes = [d for d in delete_files if d.data_file_id in ids]
-    their_inlined = [d for d in inlined_deletes if d.data_file_id in ids]
-    gone = _deleted_positions(spark, losing, their_deletes, their_inlined, first, last)
-    if gone is not None:
-        lost = read_files(
-            spark, cat, columns, losing, file_stats, [], None, lineage=True, positions=True
-        )
-        small = _deletes_at_most(losing, their_deletes, their_inlined) <= BROADCAST_DELETES
-        deleted.append(_deleted_rows(lost, F.broadcast(gone) if small else gone, names))
+    window = (first, last)
+    lost = _lost_rows(spark, cat, columns, files, delete_files, inlined_deletes, file_stats, window)
+    if lost is not None:
+        deleted.append(lost)
     # no rows of a kind: an empty frame of the feed's columns
     ins = _union(inserted or [_inlined(spark, columns, [])]).where(in_window)
     dels = _union(deleted or [_inlined(spark, columns, [])])
@@ -128,6 +122,35 @@ def _window(
             f"{cat.snapshot_id}"
         )
     return first, cat
+
+
+def _lost_rows(
+    spark: SparkSession,
+    cat: CatalogReader,
+    columns: list[Column],
+    files: Sequence[DataFile],
+    delete_files: Sequence[DeleteFile],
+    inlined_deletes: Sequence[InlinedDelete],
+    file_stats: dict[int, Any],
+    window: tuple[int, int],
+) -> DataFrame | None:
+    """The file rows the window deleted, stamped with the deleting snapshot (None: no
+    file lost rows in it). Only the files that lost rows are read, joined to their
+    deleted positions."""
+    first, last = window
+    losing = _files_losing(files, delete_files, inlined_deletes, first, last)
+    ids = {f.data_file_id for f in losing}
+    their_deletes = [d for d in delete_files if d.data_file_id in ids]
+    their_inlined = [d for d in inlined_deletes if d.data_file_id in ids]
+    gone = _deleted_positions(spark, losing, their_deletes, their_inlined, first, last)
+    if gone is None:
+        return None
+    rows = read_files(
+        spark, cat, columns, losing, file_stats, [], None, lineage=True, positions=True
+    )
+    small = _deletes_at_most(losing, their_deletes, their_inlined) <= BROADCAST_DELETES
+    names = [c.name for c in columns]
+    return _deleted_rows(rows, F.broadcast(gone) if small else gone, names)
 
 
 def _files_gaining(files: Sequence[DataFile], first: int) -> list[DataFile]:
