@@ -203,23 +203,19 @@ def _feed_reads(spark, root: str, window: tuple[int, int]) -> tuple[int, int]:
 
 
 def _check_equal(root: str) -> None:
+    """The feed and floor models hold the watermark model's rows, no more, no fewer."""
     from dbt.adapters.ducklake.spark.sql import LakeSQL
 
     sql = LakeSQL(bench_session(), _lake(root), default_schema="bench")
-    differ = sql.query(
-        "SELECT count(*) FROM ((SELECT id, v2, updated_at FROM feed_model EXCEPT ALL "
-        "SELECT * FROM watermark_model) UNION ALL (SELECT * FROM watermark_model "
-        "EXCEPT ALL SELECT id, v2, updated_at FROM feed_model))"
-    ).first()[0]
-    if differ:
-        raise SystemExit(f"the two models differ in {differ} rows")
-    differ = sql.query(
-        "SELECT count(*) FROM ((SELECT * FROM floor_model EXCEPT ALL SELECT * FROM "
-        "watermark_model) UNION ALL (SELECT * FROM watermark_model EXCEPT ALL "
-        "SELECT * FROM floor_model))"
-    ).first()[0]
-    if differ:
-        raise SystemExit(f"the floor model differs from the watermark model in {differ} rows")
+    theirs = "SELECT * FROM watermark_model"
+    for name in ("feed_model", "floor_model"):
+        ours = f"SELECT id, v2, updated_at FROM {name}"
+        differ = sql.query(
+            f"SELECT count(*) FROM (({ours} EXCEPT ALL {theirs}) "
+            f"UNION ALL ({theirs} EXCEPT ALL {ours}))"
+        ).first()[0]
+        if differ:
+            raise SystemExit(f"{name} differs from watermark_model in {differ} rows")
 
 
 if __name__ == "__main__":
