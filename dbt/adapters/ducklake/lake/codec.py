@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -221,6 +222,8 @@ def decode_scalar(t: str, value: Any) -> Any:
         return as_bool(value)
     if t in INTEGER_TYPES or t in WIDE_INTEGER_TYPES:
         return int(value)
+    if t == "float32":  # stored wider (SQLite REAL, text): the FLOAT DuckDB wrote
+        return _as_float32(float(value))
     if t in FLOAT_TYPES:
         return float(value)
     if is_decimal(t):
@@ -250,6 +253,15 @@ def decode_scalar(t: str, value: Any) -> Any:
     if t == "interval":
         return value if isinstance(value, timedelta) else str(value)
     return value
+
+
+def _as_float32(value: float) -> float:
+    """`value` rounded to the nearest FLOAT, as DuckDB reads it, so that it widens to
+    DOUBLE (a promoted column) exactly as DuckDB widens it."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:  # beyond FLOAT's range: DuckDB would have refused it
+        return value
 
 
 def _unescape_blob(text: str) -> bytes:
