@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
+from .driver_changes import WindowParts, feed_on_driver
 from .errors import ChangeFeedError
 from .local_rows import local_frame
 from .read_values import inlined_frame
@@ -63,31 +64,79 @@ def table_changes(
         inlined_deletes = [d for d in cat.inlined_deletes(info.table_id) if d.data_file_id in ids]
     if metrics is not None:
         _count_read(metrics, files, inlined, first)
-    names = [c.name for c in columns]
-    in_window = F.col("snapshot_id").between(first, last)
+    parts = _window_parts(columns, files, delete_files, inlined_deletes, inlined, (first, last))
+    names = _quoted([c.name for c in columns])
+    small = feed_on_driver(spark, lake.files, parts)
+    if small is not None:
+        if feed == "changes":
+            return small
+        kinds = (
+            ("insert", "update_postimage")
+            if feed == "insertions"
+            else ("delete", "update_preimage")
+        )
+        return small.where(F.col("change_type").isin(*kinds)).select(*names)
+    ins, dels = _read_window(spark, cat, parts, file_stats)
+    if feed == "insertions":
+        return ins.select(*names)
+    if feed == "deletions":
+        return dels.select(*names)
+    return _as_changes(ins, dels, [c.name for c in columns])
+
+
+def _window_parts(
+    columns: list[Column],
+    files: list[DataFile],
+    delete_files: list[DeleteFile],
+    inlined_deletes: list[InlinedDelete],
+    inlined: list[InlinedRow],
+    window: tuple[int, int],
+) -> WindowParts:
+    """What the window touched; each file is read for what the window did to it: new
+    rows, lost rows, or both."""
+    first, last = window
+    losing = _files_losing(files, delete_files, inlined_deletes, first, last)
+    lost_ids = {f.data_file_id for f in losing}
+    return WindowParts(
+        columns=columns,
+        gaining=_files_gaining(files, first),
+        losing=losing,
+        delete_files=[d for d in delete_files if d.data_file_id in lost_ids],
+        inlined_deletes=[d for d in inlined_deletes if d.data_file_id in lost_ids],
+        born=[r for r in inlined if first <= r.begin_snapshot],
+        ended=[
+            r for r in inlined if r.end_snapshot is not None and first <= r.end_snapshot <= last
+        ],
+        first=first,
+        last=last,
+    )
+
+
+def _read_window(
+    spark: SparkSession, cat: CatalogReader, parts: WindowParts, file_stats: dict[int, Any]
+) -> tuple[DataFrame, DataFrame]:
+    """The window's inserted and deleted rows (`<columns>, rowid, snapshot_id`), as
+    Spark plans."""
+    columns = parts.columns
+    in_window = F.col("snapshot_id").between(parts.first, parts.last)
     # a frame of inlined rows only when there are some: an empty one costs ~70 ms of
     # planning (Arrow conversion) in every feed read
-    born = [r for r in inlined if first <= r.begin_snapshot]
-    ended = [r for r in inlined if r.end_snapshot is not None and first <= r.end_snapshot <= last]
-    inserted = [_inlined(spark, columns, born)] if born else []
-    deleted = [_inlined(spark, columns, ended, at_end=True)] if ended else []
-    # each file is read for what the window did to it: new rows, lost rows, or both
-    gaining = _files_gaining(files, first)
-    if gaining:
-        rows = read_files(spark, cat, columns, gaining, file_stats, [], None, lineage=True)
-        inserted.append(rows.where(in_window).select(*_quoted(names), "rowid", "snapshot_id"))
-    window = (first, last)
-    lost = _lost_rows(spark, cat, columns, files, delete_files, inlined_deletes, file_stats, window)
+    inserted = [_inlined(spark, columns, parts.born)] if parts.born else []
+    deleted = [_inlined(spark, columns, parts.ended, at_end=True)] if parts.ended else []
+    if parts.gaining:
+        rows = read_files(spark, cat, columns, parts.gaining, file_stats, [], None, lineage=True)
+        inserted.append(
+            rows.where(in_window).select(
+                *_quoted([c.name for c in columns]), "rowid", "snapshot_id"
+            )
+        )
+    lost = _lost_rows(spark, cat, parts, file_stats)
     if lost is not None:
         deleted.append(lost)
     # no rows of a kind: an empty frame of the feed's columns
     ins = _union(inserted or [_inlined(spark, columns, [])]).where(in_window)
     dels = _union(deleted or [_inlined(spark, columns, [])])
-    if feed == "insertions":
-        return ins.select(*_quoted(names))
-    if feed == "deletions":
-        return dels.select(*_quoted(names))
-    return _as_changes(ins, dels, names)
+    return ins, dels
 
 
 def rows_as_changes(
@@ -125,32 +174,21 @@ def _window(
 
 
 def _lost_rows(
-    spark: SparkSession,
-    cat: CatalogReader,
-    columns: list[Column],
-    files: Sequence[DataFile],
-    delete_files: Sequence[DeleteFile],
-    inlined_deletes: Sequence[InlinedDelete],
-    file_stats: dict[int, Any],
-    window: tuple[int, int],
+    spark: SparkSession, cat: CatalogReader, parts: WindowParts, file_stats: dict[int, Any]
 ) -> DataFrame | None:
     """The file rows the window deleted, stamped with the deleting snapshot (None: no
     file lost rows in it). Only the files that lost rows are read, joined to their
     deleted positions."""
-    first, last = window
-    losing = _files_losing(files, delete_files, inlined_deletes, first, last)
-    ids = {f.data_file_id for f in losing}
-    their_deletes = [d for d in delete_files if d.data_file_id in ids]
-    their_inlined = [d for d in inlined_deletes if d.data_file_id in ids]
-    gone = _deleted_positions(spark, losing, their_deletes, their_inlined, first, last)
+    losing, their_deletes, their_inlined = parts.losing, parts.delete_files, parts.inlined_deletes
+    gone = _deleted_positions(spark, losing, their_deletes, their_inlined, parts.first, parts.last)
     if gone is None:
         return None
+    columns = parts.columns
     rows = read_files(
         spark, cat, columns, losing, file_stats, [], None, lineage=True, positions=True
     )
     small = _deletes_at_most(losing, their_deletes, their_inlined) <= BROADCAST_DELETES
-    names = [c.name for c in columns]
-    return _deleted_rows(rows, F.broadcast(gone) if small else gone, names)
+    return _deleted_rows(rows, F.broadcast(gone) if small else gone, [c.name for c in columns])
 
 
 def _files_gaining(files: Sequence[DataFile], first: int) -> list[DataFile]:

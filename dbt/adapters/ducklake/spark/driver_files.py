@@ -38,7 +38,9 @@ __all__ = [
     "FLIPPED",
     "FileVictims",
     "find_file_victims",
+    "names_by_field_id",
     "plain_column",
+    "rows_at",
 ]
 
 # rows of candidate files the driver reads a few columns of, at most (~8 MB a column)
@@ -167,7 +169,7 @@ def _file_victims(
     lower-case names; None when a column is not in the file. Only the `tested` columns
     are read whole; the copied ones come from the row groups holding victims."""
     parquet = files_io.parquet_file(f.path)
-    names = _names_by_field_id(parquet.schema_arrow)
+    names = names_by_field_id(parquet.schema_arrow)
     if any(c.column_id not in names for c in [*tested, *(copied or [])]):
         return None  # an added column reads as NULL or its default: Spark's path
     stored_ids = names.get(ROW_ID_FIELD_ID)
@@ -179,7 +181,7 @@ def _file_victims(
         data = _without_deleted(files_io, f, data, inlined_gone)
     positions = data.column("pos").to_numpy()
     extra = [names[c.column_id] for c in copied or []] + ([stored_ids] if stored_ids else [])
-    at = _rows_at(parquet, positions, extra) if extra and len(positions) else None
+    at = rows_at(parquet, positions, extra) if extra and len(positions) else None
     rowid = pc.add(data.column("pos"), pa.scalar(f.row_id_start, pa.int64()))
     if at is not None and stored_ids:
         rowid = pc.coalesce(at.column(stored_ids), rowid)
@@ -210,7 +212,7 @@ def _without_deleted(
     return data.filter(pc.invert(pc.is_in(data.column("pos"), pa.array(already, pa.int64()))))
 
 
-def _rows_at(parquet: pq.ParquetFile, positions: np.ndarray, columns: list[str]) -> pa.Table:
+def rows_at(parquet: pq.ParquetFile, positions: np.ndarray, columns: list[str]) -> pa.Table:
     """`columns` at `positions` (sorted), read from the row groups holding them only."""
     meta = parquet.metadata
     sizes = np.array([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
@@ -243,7 +245,7 @@ def _gathered(found: list[tuple[DataFile, pa.Table]], rows: Sequence[Column] | N
     return FileVictims([f for f, _ in found], triples, values if rows is not None else None)
 
 
-def _names_by_field_id(schema: pa.Schema) -> dict[int, str]:
+def names_by_field_id(schema: pa.Schema) -> dict[int, str]:
     """Top-level field id -> the file's column name."""
     out = {}
     for field in schema:

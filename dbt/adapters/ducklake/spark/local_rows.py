@@ -64,7 +64,7 @@ def arrow_table(rows: Sequence[Sequence[Any]], schema: T.StructType) -> pa.Table
     flat Arrow form here or a value does not convert (the list path then decides)."""
     arrays = []
     for i, field in enumerate(schema.fields):
-        arrow_type = _arrow_type(field.dataType)
+        arrow_type = arrow_type_of(field.dataType)
         if arrow_type is None:
             return None
         values = [r[i] for r in rows]
@@ -77,7 +77,7 @@ def arrow_table(rows: Sequence[Sequence[Any]], schema: T.StructType) -> pa.Table
     return pa.Table.from_arrays(arrays, names=[f.name for f in schema.fields])
 
 
-def _arrow_type(data_type: T.DataType) -> pa.DataType | None:
+def arrow_type_of(data_type: T.DataType) -> pa.DataType | None:
     if isinstance(data_type, T.DecimalType):
         return pa.decimal128(data_type.precision, data_type.scale)
     if isinstance(data_type, T.StringType) and data_type != T.StringType():
