@@ -4,12 +4,13 @@ An incremental model fed by its upstream's changes mostly reads a window of a fe
 thousand rows. As a Spark plan that window cost ~0.8 s: a read of the new files, a read
 of the files that lost rows joined to their deleted positions, and a window pairing
 updates, planned and run for a handful of rows. When the rows a window can hold are few
-(`DRIVER_FEED_ROWS`, bounded from the catalog before any file is opened), every column
-is of a type pyarrow reads from Parquet as Spark does (integers, floats, text,
-booleans), and every file is unencrypted Parquet with field ids holding every column,
-the driver reads those rows with pyarrow (new files whole, only the row groups holding
-deleted positions of the others), pairs updates with numpy, and hands Spark the feed as
-a `LocalRelation`. Anything else returns None and Spark reads the window (changes.py).
+(`DRIVER_FEED_ROWS`, bounded from the catalog before any file is opened, and the files
+that lost rows hold at most `DRIVER_ROWS`), every column is of a type pyarrow reads
+from Parquet as Spark does (integers, floats, text, booleans), and every file is
+unencrypted Parquet with field ids holding every column, the driver reads those rows
+with pyarrow (new files whole, only the row groups holding deleted positions of the
+others), pairs updates with numpy, and hands Spark the feed as a `LocalRelation`.
+Anything else returns None and Spark reads the window (changes.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..lake import Column, DataFile, DeleteFile, FileIO, InlinedDelete, InlinedR
 from .arrow import DeleteTarget, old_deletes
 from .carried import carried_columns
 from .compat import builds_from_arrow
-from .driver_files import names_by_field_id, rows_at
+from .driver_files import DRIVER_ROWS, names_by_field_id, rows_at
 from .local_rows import arrow_table, arrow_type_of
 from .read_values import spark_rows
 from .types import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
@@ -109,6 +110,8 @@ def _small_and_plain(parts: WindowParts) -> bool:
     files = [*parts.gaining, *parts.losing]
     return (
         bound <= DRIVER_FEED_ROWS
+        # the row groups of deleted positions are read whole: at most the files' rows
+        and sum(f.record_count for f in parts.losing) <= DRIVER_ROWS
         and all(
             f.file_format == "parquet" and f.mapping_id is None and not f.encryption_key
             for f in files
