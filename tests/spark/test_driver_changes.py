@@ -156,3 +156,25 @@ def test_windows_the_driver_must_not_read_go_to_spark(
     assert windows == 5
     on_driver = 3 * 2 if builds_from_arrow(spark) else 0
     assert (served.driver, served.spark) == (on_driver, 3 * windows - on_driver)
+
+
+def test_a_few_changes_to_a_file_with_many_older_deletes_are_read_on_the_driver(
+    spark, sqlite_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data file's one delete file holds every deletion since the file was written:
+    the driver counts the window's own positions, not the file's."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    ours = LakeSQL(spark, lake)
+    ours.execute("CREATE TABLE t (id BIGINT, v STRING)")
+    ours.execute("INSERT INTO t SELECT id, concat('v', id) FROM range(0, 1000)")
+    ours.execute("DELETE FROM t WHERE id % 2 = 0")  # 500 positions
+    ours.execute("UPDATE t SET v = 'x' WHERE id IN (1, 3, 5, 7, 9)")  # 505 in one file
+    con = duck.connect()
+    duck.attach(con, sqlite_catalog.duckdb_attach, data_path=sqlite_catalog.data_path)
+    con.execute("USE lake")
+    monkeypatch.setattr(driver_changes, "DRIVER_FEED_ROWS", 100)
+    served, windows = _compare_every_window(spark, sqlite_catalog, con, monkeypatch)
+    # windows 2, 3, 4 and 2-4: only the update (5 + 5 rows) is small enough
+    assert windows == 4
+    on_driver = 3 if builds_from_arrow(spark) else 0
+    assert (served.driver, served.spark) == (on_driver, 3 * windows - on_driver)

@@ -3,14 +3,15 @@
 An incremental model fed by its upstream's changes mostly reads a window of a few
 thousand rows. As a Spark plan that window cost ~0.8 s: a read of the new files, a read
 of the files that lost rows joined to their deleted positions, and a window pairing
-updates, planned and run for a handful of rows. When the rows a window can hold are few
-(`DRIVER_FEED_ROWS`, bounded from the catalog before any file is opened, and the files
-that lost rows hold at most `DRIVER_ROWS`), every column is of a type pyarrow reads
-from Parquet as Spark does (integers, floats, text, booleans), and every file is
-unencrypted Parquet with field ids holding every column, the driver reads those rows
-with pyarrow (new files whole, only the row groups holding deleted positions of the
-others), pairs updates with numpy, and hands Spark the feed as a `LocalRelation`.
-Anything else returns None and Spark reads the window (changes.py).
+updates, planned and run for a handful of rows. When the rows a window holds are few
+(`DRIVER_FEED_ROWS`: new files' rows and inlined rows counted from the catalog, deleted
+positions once the delete files are read; the files that lost rows hold at most
+`DRIVER_ROWS`), every column is of a type pyarrow reads from Parquet as Spark does
+(integers, floats, text, booleans), and every file is unencrypted Parquet with field
+ids holding every column, the driver reads those rows with pyarrow (new files whole,
+only the row groups holding deleted positions of the others), pairs updates with
+numpy, and hands Spark the feed as a `LocalRelation`. Anything else returns None and
+Spark reads the window (changes.py).
 """
 
 from __future__ import annotations
@@ -76,8 +77,15 @@ def feed_on_driver(spark: SparkSession, files_io: FileIO, parts: WindowParts) ->
         return None
     columns = parts.columns
     try:
+        # delete files hold every deleted position of their data file, most of them
+        # often older than the window: its own are counted once read
+        gone = [_deleted_positions(files_io, f, parts) for f in parts.losing]
+        if _rows_but_deletes(parts) + sum(len(p) for p, _ in gone) > DRIVER_FEED_ROWS:
+            return None
         inserted = [_new_rows(files_io, columns, f, parts) for f in parts.gaining]
-        deleted = [_lost_rows(files_io, columns, f, parts) for f in parts.losing]
+        deleted = [
+            _lost_rows(files_io, columns, f, at) for f, at in zip(parts.losing, gone, strict=True)
+        ]
         inlined = [
             _inlined(columns, parts.born, parts, at_end=False),
             _inlined(columns, parts.ended, parts, at_end=True),
@@ -98,25 +106,28 @@ def _small_and_plain(parts: WindowParts) -> bool:
         for c in parts.columns
     ):
         return False
-    ended = sum(f.record_count for f in parts.losing if f.end_snapshot is not None)
-    bound = (
-        sum(f.record_count for f in parts.gaining)
-        + ended
-        + sum(d.delete_count for d in parts.delete_files)
-        + len(parts.inlined_deletes)
-        + len(parts.born)
-        + len(parts.ended)
-    )
     files = [*parts.gaining, *parts.losing]
     return (
-        bound <= DRIVER_FEED_ROWS
-        # the row groups of deleted positions are read whole: at most the files' rows
+        _rows_but_deletes(parts) <= DRIVER_FEED_ROWS
+        # delete files, and row groups of deleted positions, are read whole
         and sum(f.record_count for f in parts.losing) <= DRIVER_ROWS
         and all(
             f.file_format == "parquet" and f.mapping_id is None and not f.encryption_key
             for f in files
         )
         and not any(d.encryption_key for d in parts.delete_files)
+    )
+
+
+def _rows_but_deletes(parts: WindowParts) -> int:
+    """At most how many rows the window holds, but for the positional deletes."""
+    ended = sum(f.record_count for f in parts.losing if f.end_snapshot is not None)
+    return (
+        sum(f.record_count for f in parts.gaining)
+        + ended
+        + len(parts.inlined_deletes)
+        + len(parts.born)
+        + len(parts.ended)
     )
 
 
@@ -141,10 +152,11 @@ def _new_rows(
 
 
 def _lost_rows(
-    files_io: FileIO, columns: list[Column], f: DataFile, parts: WindowParts
+    files_io: FileIO, columns: list[Column], f: DataFile, gone: tuple[np.ndarray, np.ndarray]
 ) -> pa.Table | None:
-    """The file's rows deleted in the window, stamped with the deleting snapshot."""
-    positions, stamps = _deleted_positions(files_io, f, parts)
+    """The file's rows deleted in the window (`gone`: their positions and deleting
+    snapshots), stamped with the deleting snapshot."""
+    positions, stamps = gone
     if not len(positions):
         return None
     parquet = files_io.parquet_file(f.path)
