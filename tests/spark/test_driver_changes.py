@@ -82,10 +82,14 @@ def _duckdb_feeds(con: Any, lo: int, hi: int) -> dict[str, list[Any]]:
 
 
 def _compare_every_window(
-    spark: Any, catalog: Catalog, con: Any, monkeypatch: pytest.MonkeyPatch
+    spark: Any, catalog: Catalog, con: Any | None, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[_Served, int]:
-    """Each single snapshot and the whole history: driver = Spark = DuckDB; which path
-    read each feed when the driver may, and how many windows there were."""
+    """Each single snapshot and the whole history: driver = Spark = DuckDB (`con`, or a
+    new connection); which path read each feed when the driver may, and how many
+    windows there were."""
+    if con is None:
+        con = duck.connect()
+        _attach(con, catalog, inlining=0)
     lake = Lake.open(catalog.metadata, data_path=catalog.data_path)
     sql = LakeSQL(spark, lake)
     served = _Served()
@@ -146,11 +150,8 @@ def test_windows_the_driver_must_not_read_go_to_spark(
     ours.execute("ALTER TABLE t ADD COLUMN n INT")
     ours.execute("UPDATE t SET v = 'x' WHERE id < 10")  # the old file lacks n
     ours.execute("INSERT INTO t SELECT id, 'w', 1 FROM range(300, 500)")
-    con = duck.connect()
-    duck.attach(con, sqlite_catalog.duckdb_attach, data_path=sqlite_catalog.data_path)
-    con.execute("USE lake")
     monkeypatch.setattr(driver_changes, "DRIVER_FEED_ROWS", 150)
-    served, windows = _compare_every_window(spark, sqlite_catalog, con, monkeypatch)
+    served, windows = _compare_every_window(spark, sqlite_catalog, None, monkeypatch)
     # windows 2..5 and 2-5: the driver read the first insert and the ALTER (no rows);
     # Spark the update (its old file lacks n), the 200-row insert and the whole history
     assert windows == 5
@@ -169,11 +170,8 @@ def test_a_few_changes_to_a_file_with_many_older_deletes_are_read_on_the_driver(
     ours.execute("INSERT INTO t SELECT id, concat('v', id) FROM range(0, 1000)")
     ours.execute("DELETE FROM t WHERE id % 2 = 0")  # 500 positions
     ours.execute("UPDATE t SET v = 'x' WHERE id IN (1, 3, 5, 7, 9)")  # 505 in one file
-    con = duck.connect()
-    duck.attach(con, sqlite_catalog.duckdb_attach, data_path=sqlite_catalog.data_path)
-    con.execute("USE lake")
     monkeypatch.setattr(driver_changes, "DRIVER_FEED_ROWS", 100)
-    served, windows = _compare_every_window(spark, sqlite_catalog, con, monkeypatch)
+    served, windows = _compare_every_window(spark, sqlite_catalog, None, monkeypatch)
     # windows 2, 3, 4 and 2-4: only the update (5 + 5 rows) is small enough
     assert windows == 4
     on_driver = 3 if builds_from_arrow(spark) else 0
