@@ -14,14 +14,17 @@ from typing import Any
 import pyarrow as pa
 
 from dbt.adapters.ducklake.lake import Column, FileIO, Lake
+from dbt.adapters.ducklake.spark import changes
 from dbt.adapters.ducklake.spark import maintenance as mt
 from dbt.adapters.ducklake.spark.arrow import DeleteTarget, file_facts, write_delete_file
+from dbt.adapters.ducklake.spark.compat import builds_from_arrow
 from dbt.adapters.ducklake.spark.scan import IN_SCAN_READER, ScanMetrics, scan_table
 from dbt.adapters.ducklake.spark.sql import LakeSQL
 from dbt.adapters.ducklake.storage import apply_s3
 from tests import duck
 from tests.canon import canon_rows
 from tests.conftest import Catalog, S3Server
+from tests.spark.test_driver_changes import _Served
 from tests.spark.test_roundtrip import _spark_rows
 
 TABLES = ["main.t", "main.p"]
@@ -33,6 +36,20 @@ def _same_in_duckdb(sql: LakeSQL, con, tables: list[str]) -> None:
         theirs = con.execute(f"SELECT * FROM lake.{name}").fetchall()
         assert canon_rows(ours) == canon_rows(theirs), name
         assert ours, name
+
+
+def _same_feed_in_duckdb(sql: LakeSQL, con, lake: Lake, monkeypatch) -> None:
+    """t's change feed over its DML steps equals DuckDB's; these small windows are read
+    by the driver from S3 (on Spark 4)."""
+    served = _Served()
+    last = lake.latest_snapshot().snapshot_id
+    with monkeypatch.context() as patched:
+        patched.setattr(changes, "feed_on_driver", served)
+        for lo, hi in [(s, s) for s in range(last - 3, last + 1)] + [(last - 3, last)]:
+            ours = _spark_rows(sql.query(f"SELECT * FROM table_changes('main.t', {lo}, {hi})"))
+            theirs = con.execute(f"SELECT * FROM lake.table_changes('t', {lo}, {hi})").fetchall()
+            assert canon_rows(ours) == canon_rows(theirs), (lo, hi)
+    assert served.driver == (5 if builds_from_arrow(sql.spark) else 0)
 
 
 def _live(lake: Lake) -> list[Any]:
@@ -88,6 +105,7 @@ def test_lake_on_s3_reads_the_same_in_duckdb(
     con = duck.connect_s3(s3_server.duckdb_secret())
     duck.attach(con, sqlite_catalog.duckdb_attach)
     _same_in_duckdb(sql, con, TABLES)
+    _same_feed_in_duckdb(sql, con, lake, monkeypatch)
     metrics = ScanMetrics()  # the scans' tasks read the delete files from S3 themselves
     scan_table(spark, lake, "main", "t", metrics=metrics)
     assert metrics.deletes_applied == [IN_SCAN_READER]
