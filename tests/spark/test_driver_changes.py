@@ -166,7 +166,7 @@ def test_a_few_changes_to_a_file_with_many_older_deletes_are_read_on_the_driver(
     the driver counts the window's own positions, not the file's."""
     lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
     ours = LakeSQL(spark, lake)
-    ours.execute("CREATE TABLE t (id BIGINT, v STRING)")
+    ours.execute("CREATE TABLE t (id BIGINT NOT NULL, v STRING)")
     ours.execute("INSERT INTO t SELECT id, concat('v', id) FROM range(0, 1000)")
     ours.execute("DELETE FROM t WHERE id % 2 = 0")  # 500 positions
     ours.execute("UPDATE t SET v = 'x' WHERE id IN (1, 3, 5, 7, 9)")  # 505 in one file
