@@ -16,6 +16,7 @@ Spark reads the window (changes.py).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,8 @@ from .read_values import spark_rows
 from .types import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 
 __all__ = ["DRIVER_FEED_ROWS", "WindowParts", "feed_on_driver"]
+
+log = logging.getLogger("dbt.adapters.ducklake.spark")
 
 # rows a window may hold at most (new file rows, deleted positions, inlined rows) for the
 # driver to read it: ~20 ms of pyarrow per 10,000 rows, and a LocalRelation that size
@@ -90,11 +93,15 @@ def feed_on_driver(spark: SparkSession, files_io: FileIO, parts: WindowParts) ->
             _inlined(columns, parts.born, parts, at_end=False),
             _inlined(columns, parts.ended, parts, at_end=True),
         ]
-    except (_NotHere, pa.ArrowException):
+    # IndexError: a file shorter than its catalog row says; Spark's read decides
+    except (_NotHere, pa.ArrowException, IndexError):
         return None
     ins = _concat([t for t in [*inserted, inlined[0]] if t is not None], columns)
     dels = _concat([t for t in [*deleted, inlined[1]] if t is not None], columns)
     feed = _paired(ins, dels, columns)
+    log.debug(
+        "change feed %d..%d: %d rows read on the driver", parts.first, parts.last, feed.num_rows
+    )
     schema = T.StructType(_FEED_SCHEMA.fields + spark_schema(columns).fields)
     return spark.createDataFrame(feed, schema)
 
