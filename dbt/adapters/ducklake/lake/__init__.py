@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         CorruptDeletionVectorError,
         encode_blob,
         first_deletions,
+        first_per_position,
         is_deletion_vector,
         read_vectors,
     )
@@ -119,6 +120,7 @@ _HOME = {
     "CorruptDeletionVectorError": "deletion_vectors",
     "encode_blob": "deletion_vectors",
     "first_deletions": "deletion_vectors",
+    "first_per_position": "deletion_vectors",
     "is_deletion_vector": "deletion_vectors",
     "read_vectors": "deletion_vectors",
     "DataFile": "models",
@@ -256,6 +258,7 @@ __all__ = [
     "extra_info_fields",
     "find_orphans",
     "first_deletions",
+    "first_per_position",
     "forget_scheduled",
     "is_decimal",
     "is_deletion_vector",

@@ -64,6 +64,14 @@ def first_deletions(
     snapshots = np.concatenate(
         [np.full(len(v), begin_snapshot if s is None else s, np.int64) for s, v in vectors]
     )
+    return first_per_position(positions, snapshots)
+
+
+def first_per_position(
+    positions: np.ndarray, snapshots: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each position once, with its earliest snapshot, sorted by position (a position
+    listed by several delete files or vectors was deleted by the first)."""
     order = np.lexsort((snapshots, positions))
     positions, snapshots = positions[order], snapshots[order]
     first = np.ones(len(positions), bool)

@@ -18,14 +18,13 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from ..lake import CatalogReader, Column, DataFile, DeleteFile, InlinedDelete, InlinedRow, Lake
-from .driver_changes import WindowParts, feed_on_driver
+from .driver_changes import WindowParts, feed_on_driver, inlined_values, lineage_schema
 from .errors import ChangeFeedError
 from .local_rows import local_frame
 from .read_values import inlined_frame
-from .scan import ScanMetrics, read_files, scan_table, spark_rows, spark_schema
+from .scan import ScanMetrics, read_files, scan_table
 from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
 
@@ -58,7 +57,6 @@ def table_changes(
         info = cat.table(schema, name)
         columns = cat.columns(info.table_id)
         files, delete_files = cat.changed_files(info, first)
-        file_stats = cat.file_column_stats(info.table_id)
         inlined = cat.inlined_rows(info.table_id, include_ended=True)
         ids = {f.data_file_id for f in files}
         inlined_deletes = [d for d in cat.inlined_deletes(info.table_id) if d.data_file_id in ids]
@@ -76,7 +74,7 @@ def table_changes(
             else ("delete", "update_preimage")
         )
         return small.where(F.col("change_type").isin(*kinds)).select(*names)
-    ins, dels = _read_window(spark, cat, parts, file_stats)
+    ins, dels = _read_window(spark, cat, parts, cat.file_column_stats(info.table_id))
     if feed == "insertions":
         return ins.select(*names)
     if feed == "deletions":
@@ -266,16 +264,8 @@ def _quoted(names: list[str]) -> list[str]:
 def _inlined(
     spark: SparkSession, columns: list[Column], rows: list[InlinedRow], *, at_end: bool = False
 ) -> DataFrame:
-    schema = spark_schema(columns).add("rowid", T.LongType()).add("snapshot_id", T.LongType())
-    values = [
-        (
-            *(r.values[c.column_id] for c in columns),
-            r.row_id,
-            r.end_snapshot if at_end else r.begin_snapshot,
-        )
-        for r in rows
-    ]
-    return inlined_frame(spark, spark_rows(values, columns), schema)
+    values = inlined_values(columns, rows, at_end=at_end)
+    return inlined_frame(spark, values, lineage_schema(columns))
 
 
 def _deleted_positions(

@@ -19,23 +19,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..lake import Column, DataFile, DeleteFile, FileIO, InlinedDelete, InlinedRow
-from .arrow import DeleteTarget, old_deletes
+from ..lake import (
+    Column,
+    DataFile,
+    DeleteFile,
+    FileIO,
+    InlinedDelete,
+    InlinedRow,
+    first_per_position,
+)
 from .carried import carried_columns
 from .compat import builds_from_arrow
-from .driver_files import DRIVER_ROWS, names_by_field_id, rows_at
+from .driver_files import DRIVER_ROWS, delete_file_positions, names_by_field_id, rows_at
 from .local_rows import arrow_table, arrow_type_of
 from .read_values import spark_rows
 from .types import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
 
-__all__ = ["DRIVER_FEED_ROWS", "WindowParts", "feed_on_driver"]
+__all__ = [
+    "DRIVER_FEED_ROWS",
+    "WindowParts",
+    "feed_on_driver",
+    "inlined_values",
+    "lineage_schema",
+]
 
 log = logging.getLogger("dbt.adapters.ducklake.spark")
 
@@ -142,9 +157,7 @@ def _new_rows(
     files_io: FileIO, columns: list[Column], f: DataFile, parts: WindowParts
 ) -> pa.Table | None:
     """The file's rows written in the window, with `rowid` and `snapshot_id`."""
-    parquet = files_io.parquet_file(f.path)
-    names = names_by_field_id(parquet.schema_arrow)
-    read = [_stored_name(names, c) for c in columns]
+    parquet, names, read = _opened(files_io, f, columns)
     lineage = [names[i] for i in (ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID) if i in names]
     data = parquet.read(columns=read + lineage)
     positions = np.arange(data.num_rows, dtype=np.int64)
@@ -154,8 +167,7 @@ def _new_rows(
     keep = (snapshot >= parts.first) & (snapshot <= parts.last)
     if not keep.any():
         return None
-    values = [_as_spark(data.column(n), c) for n, c in zip(read, columns, strict=True)]
-    return _table(columns, values, rowid, snapshot).filter(pa.array(keep))
+    return _table(columns, data, read, rowid, snapshot).filter(pa.array(keep))
 
 
 def _lost_rows(
@@ -166,14 +178,11 @@ def _lost_rows(
     positions, stamps = gone
     if not len(positions):
         return None
-    parquet = files_io.parquet_file(f.path)
-    names = names_by_field_id(parquet.schema_arrow)
-    read = [_stored_name(names, c) for c in columns]
+    parquet, names, read = _opened(files_io, f, columns)
     stored_ids = names.get(ROW_ID_FIELD_ID)
     data = rows_at(parquet, positions, read + ([stored_ids] if stored_ids else []))
     rowid = _stored_or(data, stored_ids, _row_ids(f, positions))
-    values = [_as_spark(data.column(n), c) for n, c in zip(read, columns, strict=True)]
-    return _table(columns, values, rowid, stamps)
+    return _table(columns, data, read, rowid, stamps)
 
 
 def _deleted_positions(
@@ -181,29 +190,22 @@ def _deleted_positions(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions, deleting snapshots) of the file's rows deleted in the window, sorted
     by position: each position's first deletion, and the rows left when it ended."""
-    found_pos, found_snap = [], []
-    for d in parts.delete_files:
-        if d.data_file_id == f.data_file_id:
-            target = DeleteTarget(
-                root="",
-                files=files_io,
-                data_file=f.path,
-                old_delete_file=d.path,
-                old_begin_snapshot=d.begin_snapshot,
-                old_delete_format=d.format,
-            )
-            pos, snap = old_deletes(target)
-            found_pos.append(pos.astype(np.int64))
-            found_snap.append(snap.astype(np.int64))
+    found = [
+        delete_file_positions(files_io, f, d)
+        for d in parts.delete_files
+        if d.data_file_id == f.data_file_id
+    ]
     mine = [d for d in parts.inlined_deletes if d.data_file_id == f.data_file_id]
-    found_pos.append(np.array([d.position for d in mine], np.int64))
-    found_snap.append(np.array([d.begin_snapshot for d in mine], np.int64))
-    pos, snap = np.concatenate(found_pos), np.concatenate(found_snap)
-    order = np.lexsort((snap, pos))
-    pos, snap = pos[order], snap[order]
-    first = np.ones(len(pos), bool)
-    first[1:] = pos[1:] != pos[:-1]
-    pos, snap = pos[first], snap[first]
+    found.append(
+        (
+            np.array([d.position for d in mine], np.int64),
+            np.array([d.begin_snapshot for d in mine], np.int64),
+        )
+    )
+    pos, snap = first_per_position(
+        np.concatenate([p.astype(np.int64) for p, _ in found]),
+        np.concatenate([s.astype(np.int64) for _, s in found]),
+    )
     in_window = (snap >= parts.first) & (snap <= parts.last)
     out_pos, out_snap = pos[in_window], snap[in_window]
     end = f.end_snapshot
@@ -215,6 +217,15 @@ def _deleted_positions(
         order = np.argsort(out_pos, kind="stable")
         out_pos, out_snap = out_pos[order], out_snap[order]
     return out_pos, out_snap
+
+
+def _opened(
+    files_io: FileIO, f: DataFile, columns: Sequence[Column]
+) -> tuple[pq.ParquetFile, dict[int, str], list[str]]:
+    """The file's footer, its columns by field id, and the stored names of `columns`."""
+    parquet = files_io.parquet_file(f.path)
+    names = names_by_field_id(parquet.schema_arrow)
+    return parquet, names, [_stored_name(names, c) for c in columns]
 
 
 def _row_ids(f: DataFile, positions: np.ndarray) -> np.ndarray | None:
@@ -263,26 +274,49 @@ def _as_spark(values: pa.ChunkedArray, column: Column) -> pa.ChunkedArray:
 
 
 def _table(
-    columns: Sequence[Column], values: list[pa.ChunkedArray], rowid: np.ndarray, snap: np.ndarray
+    columns: Sequence[Column],
+    data: pa.Table,
+    read: list[str],
+    rowid: np.ndarray,
+    snap: np.ndarray,
 ) -> pa.Table:
+    """The `read` columns of `data` as Spark's types for `columns`, with lineage."""
+    values = [_as_spark(data.column(n), c) for n, c in zip(read, columns, strict=True)]
     arrays = [*values, pa.array(rowid, pa.int64()), pa.array(snap, pa.int64())]
     return pa.table(arrays, names=[*(c.name for c in columns), "rowid", "snapshot_id"])
+
+
+def lineage_schema(columns: list[Column]) -> T.StructType:
+    """The table's columns with `rowid` and `snapshot_id`: inserted or deleted rows."""
+    return spark_schema(columns).add("rowid", T.LongType()).add("snapshot_id", T.LongType())
+
+
+def inlined_values(
+    columns: list[Column], rows: Sequence[InlinedRow], *, at_end: bool
+) -> list[tuple[Any, ...]]:
+    """Inlined rows as Python values of `lineage_schema(columns)`, stamped with the
+    snapshot that wrote them (or, `at_end`, ended them)."""
+    values = [
+        (
+            *(r.values[c.column_id] for c in columns),
+            r.row_id,
+            r.end_snapshot if at_end else r.begin_snapshot,
+        )
+        for r in rows
+    ]
+    return spark_rows(values, columns)
 
 
 def _inlined(
     columns: list[Column], rows: list[InlinedRow], parts: WindowParts, *, at_end: bool
 ) -> pa.Table | None:
     """Inlined rows inserted (or, `at_end`, deleted) in the window."""
-    stamped = [(r, r.end_snapshot if at_end else r.begin_snapshot) for r in rows]
-    values = [
-        (*(r.values[c.column_id] for c in columns), r.row_id, stamp)
-        for r, stamp in stamped
-        if stamp is not None and parts.first <= stamp <= parts.last
-    ]
-    if not values:
+    stamps = [(r, r.end_snapshot if at_end else r.begin_snapshot) for r in rows]
+    inside = [r for r, at in stamps if at is not None and parts.first <= at <= parts.last]
+    if not inside:
         return None
-    schema = spark_schema(columns).add("rowid", T.LongType()).add("snapshot_id", T.LongType())
-    converted = spark_rows(values, columns)
+    schema = lineage_schema(columns)
+    converted = inlined_values(columns, inside, at_end=at_end)
     table = None if carried_columns(converted, schema) else arrow_table(converted, schema)
     if table is None:
         raise _NotHere
@@ -292,8 +326,7 @@ def _inlined(
 def _concat(tables: list[pa.Table], columns: list[Column]) -> pa.Table:
     if tables:
         return pa.concat_tables([t.cast(tables[0].schema) for t in tables])
-    schema = spark_schema(columns).add("rowid", T.LongType()).add("snapshot_id", T.LongType())
-    empty = arrow_table([], schema)
+    empty = arrow_table([], lineage_schema(columns))
     assert empty is not None  # plain types only reach here
     return empty
 

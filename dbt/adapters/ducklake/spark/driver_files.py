@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sqlglot import exp
 
-from ..lake import Column, ColumnStats, DataFile, FileIO
-from .arrow import DeleteTarget, old_deletes
+from ..lake import Column, ColumnStats, DataFile, DeleteFile, FileIO
+from .arrow import DeleteTarget, OldDeletes, old_deletes
 from .dml import FEW_VICTIMS
 from .literal_insert import NotCertain, literal_value
 from .prune import Predicate, may_match
@@ -37,6 +37,7 @@ __all__ = [
     "DRIVER_ROWS",
     "FLIPPED",
     "FileVictims",
+    "delete_file_positions",
     "find_file_victims",
     "names_by_field_id",
     "plain_column",
@@ -198,18 +199,24 @@ def _without_deleted(
     """`data` without the positions the file's delete file or inlined deletes remove."""
     already = list(inlined_gone)
     if f.delete_file is not None:
-        target = DeleteTarget(
-            root="",
-            files=files_io,
-            data_file=f.path,
-            old_delete_file=f.delete_file.path,
-            old_begin_snapshot=f.delete_file.begin_snapshot,
-            old_delete_format=f.delete_file.format,
-        )
-        already.extend(old_deletes(target)[0].tolist())
+        already.extend(delete_file_positions(files_io, f, f.delete_file)[0].tolist())
     if not already:
         return data
     return data.filter(pc.invert(pc.is_in(data.column("pos"), pa.array(already, pa.int64()))))
+
+
+def delete_file_positions(files_io: FileIO, f: DataFile, d: DeleteFile) -> OldDeletes:
+    """(positions, deleting snapshots) that delete file `d` (Parquet or a deletion
+    vector, unencrypted) holds for data file `f`."""
+    target = DeleteTarget(
+        root="",
+        files=files_io,
+        data_file=f.path,
+        old_delete_file=d.path,
+        old_begin_snapshot=d.begin_snapshot,
+        old_delete_format=d.format,
+    )
+    return old_deletes(target)
 
 
 def rows_at(parquet: pq.ParquetFile, positions: np.ndarray, columns: list[str]) -> pa.Table:
