@@ -314,13 +314,16 @@ def _target(
     schema, name = qualified
     s_alias = plan.aliases.source
     columns = tx.table(schema, name).column_list()
+    types_by_name = {c.name.lower(): c for c in columns}
     # the key ranges cost a job over the source: asked only when the target's files hold
     # enough rows for pruning them to pay
-    predicates = (
-        (lambda _columns: _key_ranges(source.reused(), plan.keys, columns))
-        if plan.by_source_only
-        else ()
-    )
+    ranges: list[Predicate] = []
+
+    def key_ranges(_columns: Sequence[Column]) -> list[Predicate]:
+        ranges.extend(_key_ranges(source.reused(), plan.keys, columns))
+        return ranges
+
+    predicates = key_ranges if plan.by_source_only else ()
     target = target_rows(
         spark,
         lake,
@@ -335,6 +338,12 @@ def _target(
     # values updates keep (a dbt merge that sets every column reads just the keys)
     kept = _target_columns_used(plan.on, plan.clauses, columns, s_alias)
     target = target.select(*[f"`{n}`" for n in kept], "rowid", FILE_ID_COL, POS_COL)
+    # the same ranges as a filter: Parquet skips the row groups they rule out (a file
+    # written in key order holds a narrow key range per row group)
+    for key in ranges:
+        if types_by_name[key.column.lower()].type in _LITERAL_RANGE_TYPES:
+            low, high = key.value
+            target = target.where(F.col(_quoted(key.column)).between(F.lit(low), F.lit(high)))
     if plan.by_source_only and plan.scan.rows_read >= PRUNE_FROM_ROWS:
         # only target rows some source row matches can change: a semi join finds them in
         # one pass (the small source is the build side), so only those rows look up
@@ -396,6 +405,9 @@ def _quoted(name: str) -> str:
 
 
 _RANGE_TYPES = ("int8", "int16", "int32", "int64", "date", "timestamp", "timestamptz", "varchar")
+# the key types whose min/max come back from Spark as values a literal gives back exactly
+# (a timestamp would pass through the driver's time zone)
+_LITERAL_RANGE_TYPES = ("int8", "int16", "int32", "int64", "date", "varchar")
 
 
 def equal_keys(condition: exp.Expression | None, aliases: Aliases) -> list[KeyPair]:
