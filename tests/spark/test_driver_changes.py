@@ -176,3 +176,45 @@ def test_a_few_changes_to_a_file_with_many_older_deletes_are_read_on_the_driver(
     assert windows == 4
     on_driver = 3 if builds_from_arrow(spark) else 0
     assert (served.driver, served.spark) == (on_driver, 3 * windows - on_driver)
+
+
+def test_duckdb_vectors_with_rows_changed_again_read_alike(
+    spark, sqlite_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's deletion vectors are cumulative: a file's next vector replaces its
+    catalog row, which re-stamps the file's older deletions with the new snapshot. A
+    row id that snapshot only deleted (several times) reads as deletes; one it also
+    inserted, as DuckDB pairs them: each deletion with each insertion. Every window
+    reads as DuckDB reads it."""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    con = duck.connect()
+    _attach(con, sqlite_catalog, inlining=0)
+    con.execute("CALL lake.set_option('write_deletion_vectors', true)")
+    con.execute("CREATE TABLE t (id BIGINT, v VARCHAR, n INTEGER)")
+    con.execute("INSERT INTO t SELECT i, 'v' || i, i % 10 FROM range(0, 400) r(i)")
+    con.execute("UPDATE t SET n = n + 100 WHERE id % 10 = 1")
+    con.execute("UPDATE t SET v = v || '!' WHERE id % 20 = 1")  # again: moved rows
+    con.execute("DELETE FROM t WHERE id % 40 = 1")  # and their end
+    con.execute("UPDATE t SET n = -n WHERE id < 50")  # the first file's rows again
+    con.execute("DELETE FROM t WHERE id BETWEEN 100 AND 120")  # re-stamps rows 1, 21..
+    # 51's first version (in 52's file) is re-stamped beside its second one's deletion
+    con.execute("UPDATE t SET n = 7 WHERE id IN (51, 52)")
+    twice = "SELECT count(*) FROM table_changes('t', 8, 8) WHERE rowid = 51 AND change_type = ?"
+    assert [
+        con.execute(twice, [k]).fetchone()[0] for k in ("update_preimage", "update_postimage")
+    ] == [2, 2]
+    served, windows = _compare_every_window(spark, sqlite_catalog, con, monkeypatch)
+    assert windows == 8
+    on_driver = 3 * windows if builds_from_arrow(spark) else 0
+    assert (served.driver, served.spark) == (on_driver, 3 * windows - on_driver)
+    # CDC snapshots apply each change once: the "events" feed, on either path
+    bounds = (driver_changes.DRIVER_FEED_ROWS, -1)
+    for lo, hi in ((8, 8), (2, 8)):
+        once = f"SELECT DISTINCT * FROM table_changes('t', {lo}, {hi})"
+        expected = canon_rows(con.execute(once).fetchall())
+        for bound in bounds:
+            monkeypatch.setattr(driver_changes, "DRIVER_FEED_ROWS", bound)
+            events = changes.table_changes(spark, lake, "main", "t", lo, hi, feed="events")
+            assert canon_rows(_spark_rows(events)) == expected, (lo, hi, bound)
+    assert served.driver == on_driver + (2 if builds_from_arrow(spark) else 0)
+    assert lake.latest_snapshot().snapshot_id == 8

@@ -127,7 +127,9 @@ def changes_batch(
         versions = rows.join(F.broadcast(times), F.col("snapshot_id") == F.col("__cdc_snapshot"))
         new = _versions(versions, cols, unique_key, F.col("__cdc_time"), None, names)
         return CdcBatch(latest, new, None, metrics)
-    feed = table_changes(spark, lake, schema, source.name, since + 1, latest, metrics=metrics)
+    # "events": each change once (DuckDB's feed repeats images per deletion and insertion)
+    window = (since + 1, latest)
+    feed = table_changes(spark, lake, schema, source.name, *window, feed="events", metrics=metrics)
     cols = _columns(feed, source, unique_key)
     # an update's preimage ends the old version (of the old key, should the key change);
     # within one snapshot the end comes before the new version

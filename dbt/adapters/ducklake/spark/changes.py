@@ -6,8 +6,8 @@ it (and files with per-row snapshot ids), their delete files, and inlined rows a
 deletes. Each file is read for what the window did to it: a file that only lost rows
 (an UPDATE's old file) is read once, for the deleted rows, not also for new ones. A
 row deleted and inserted again under the same row id in one snapshot is an update
-(`update_preimage` / `update_postimage`), as in DuckDB. Rows are read with the table's
-columns as of the end snapshot.
+(`update_preimage` / `update_postimage`), paired as DuckDB pairs them. Rows are read
+with the table's columns as of the end snapshot.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -28,7 +29,9 @@ from .scan import ScanMetrics, read_files, scan_table
 from .scan_deletes import delete_positions
 from .scan_files import DELETE_FILE_ID_COL, DELETE_POS_COL, DELETE_SNAPSHOT, FILE_ID_COL, POS_COL
 
-FEEDS = ("changes", "insertions", "deletions")
+# "events": the changes with each inserted and deleted row once, for consumers that
+# apply them (a CDC snapshot), where "changes" repeats them per pair as DuckDB does
+FEEDS = ("changes", "insertions", "deletions", "events")
 # deleted positions up to this many are sent to every task reading the changed files
 # rather than shuffled with them
 BROADCAST_DELETES = 2_000_000
@@ -64,22 +67,15 @@ def table_changes(
         _count_read(metrics, files, inlined, first)
     parts = _window_parts(columns, files, delete_files, inlined_deletes, inlined, (first, last))
     names = _quoted([c.name for c in columns])
-    small = feed_on_driver(spark, lake.files, parts)
+    small = feed_on_driver(spark, lake.files, parts, feed)
     if small is not None:
-        if feed == "changes":
-            return small
-        kinds = (
-            ("insert", "update_postimage")
-            if feed == "insertions"
-            else ("delete", "update_preimage")
-        )
-        return small.where(F.col("change_type").isin(*kinds)).select(*names)
+        return small if feed in ("changes", "events") else small.select(*names)
     ins, dels = _read_window(spark, cat, parts, cat.file_column_stats(info.table_id))
     if feed == "insertions":
         return ins.select(*names)
     if feed == "deletions":
         return dels.select(*names)
-    return _as_changes(ins, dels, [c.name for c in columns])
+    return _as_changes(ins, dels, [c.name for c in columns], repeat=feed == "changes")
 
 
 def _window_parts(
@@ -233,19 +229,41 @@ def _deleted_rows(rows: DataFrame, gone: DataFrame, names: list[str]) -> DataFra
     return rows.join(gone, at).select(*_quoted(names), "rowid", stamped)
 
 
-def _as_changes(ins: DataFrame, dels: DataFrame, names: list[str]) -> DataFrame:
-    """Inserted and deleted rows as one feed; a row id both deleted and inserted by one
-    snapshot is an update (its pre- and post-image)."""
+def _as_changes(ins: DataFrame, dels: DataFrame, names: list[str], *, repeat: bool) -> DataFrame:
+    """Inserted and deleted rows as one feed, paired as DuckDB pairs them: a row id one
+    snapshot both deleted and inserted is an update, each deletion with each insertion
+    giving a pre- and a post-image; a row id the snapshot only deleted (DuckDB's
+    cumulative deletion vectors re-stamp older deletions) or only inserted keeps that
+    kind. Without `repeat`, each row once."""
     both = ins.withColumn("change_type", F.lit("insert")).unionByName(
         dels.withColumn("change_type", F.lit("delete"))
     )
-    twice = F.count(F.lit(1)).over(Window.partitionBy("snapshot_id", "rowid")) > 1
+    inserting = F.col("change_type") == "insert"
+    same_row = Window.partitionBy("snapshot_id", "rowid")
+    inserts = F.sum(inserting.cast("int")).over(same_row)
+    deletes = F.sum((~inserting).cast("int")).over(same_row)
+    counted = both.select(
+        "*", inserts.alias("__ducklake_inserts"), deletes.alias("__ducklake_deletes")
+    )
+    paired = (F.col("__ducklake_inserts") > 0) & (F.col("__ducklake_deletes") > 0)
     change_type = (
-        F.when(twice & (F.col("change_type") == "insert"), F.lit("update_postimage"))
-        .when(twice, F.lit("update_preimage"))
+        F.when(paired & inserting, F.lit("update_postimage"))
+        .when(paired, F.lit("update_preimage"))
         .otherwise(F.col("change_type"))
     )
-    return both.select("snapshot_id", "rowid", change_type.alias("change_type"), *_quoted(names))
+    columns: list[SparkColumn | str] = [
+        "snapshot_id",
+        "rowid",
+        change_type.alias("change_type"),
+        *_quoted(names),
+    ]
+    if not repeat:
+        return counted.select(*columns)
+    copies = F.when(paired & inserting, F.col("__ducklake_deletes")).when(
+        paired, F.col("__ducklake_inserts")
+    )
+    copy = F.explode(F.array_repeat(F.lit(0), F.coalesce(copies, F.lit(1)).cast("int")))
+    return counted.select(*columns, copy.alias("__ducklake_copy")).drop("__ducklake_copy")
 
 
 def _count_read(

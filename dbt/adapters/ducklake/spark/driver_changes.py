@@ -88,9 +88,11 @@ class WindowParts:
     last: int
 
 
-def feed_on_driver(spark: SparkSession, files_io: FileIO, parts: WindowParts) -> DataFrame | None:
+def feed_on_driver(
+    spark: SparkSession, files_io: FileIO, parts: WindowParts, feed: str = "changes"
+) -> DataFrame | None:
     """The window's changes (`snapshot_id, rowid, change_type, <columns>`) read here, or
-    None when Spark must read them."""
+    None when Spark must read them. `feed`: as `changes.table_changes` takes it."""
     if not builds_from_arrow(spark) or not _small_and_plain(parts):
         return None
     columns = parts.columns
@@ -113,12 +115,14 @@ def feed_on_driver(spark: SparkSession, files_io: FileIO, parts: WindowParts) ->
         return None
     ins = _concat([t for t in [*inserted, inlined[0]] if t is not None], columns)
     dels = _concat([t for t in [*deleted, inlined[1]] if t is not None], columns)
-    feed = _paired(ins, dels, columns)
+    if feed in ("insertions", "deletions"):
+        ins, dels = (ins, dels.slice(0, 0)) if feed == "insertions" else (ins.slice(0, 0), dels)
+    rows = _paired(ins, dels, columns, repeat=feed == "changes")
     log.debug(
-        "change feed %d..%d: %d rows read on the driver", parts.first, parts.last, feed.num_rows
+        "change feed %d..%d: %d rows read on the driver", parts.first, parts.last, rows.num_rows
     )
     schema = T.StructType(_FEED_SCHEMA.fields + spark_schema(columns).fields)
-    return spark.createDataFrame(feed, schema)
+    return spark.createDataFrame(rows, schema)
 
 
 def _small_and_plain(parts: WindowParts) -> bool:
@@ -331,20 +335,28 @@ def _concat(tables: list[pa.Table], columns: list[Column]) -> pa.Table:
     return empty
 
 
-def _paired(ins: pa.Table, dels: pa.Table, columns: list[Column]) -> pa.Table:
-    """Inserted and deleted rows as one feed; a row id both deleted and inserted by one
-    snapshot is an update (its pre- and post-image), as in changes.py."""
+def _paired(ins: pa.Table, dels: pa.Table, columns: list[Column], *, repeat: bool) -> pa.Table:
+    """Inserted and deleted rows as one feed, paired as DuckDB pairs them (changes.py
+    does the same): a row id one snapshot both deleted and inserted is an update, each
+    deletion with each insertion giving a pre- and a post-image; a row id the snapshot
+    only deleted (DuckDB's cumulative deletion vectors re-stamp older deletions) or
+    only inserted keeps that kind. Without `repeat`, each row once."""
     both = pa.concat_tables([ins, dels.cast(ins.schema)])
     inserted = np.concatenate([np.ones(ins.num_rows, bool), np.zeros(dels.num_rows, bool)])
     keys = np.stack(
         [both.column("snapshot_id").to_numpy(), both.column("rowid").to_numpy()], axis=1
     )
-    twice = np.zeros(len(keys), bool)
+    paired = np.zeros(len(keys), bool)
+    copies = np.ones(len(keys), np.int64)
     if len(keys):
-        _, where, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-        twice = counts[where.reshape(-1)] > 1
+        _, where = np.unique(keys, axis=0, return_inverse=True)
+        where = where.reshape(-1)
+        inserts = np.bincount(where, weights=inserted).astype(np.int64)[where]
+        deletes = np.bincount(where, weights=~inserted).astype(np.int64)[where]
+        paired = (inserts > 0) & (deletes > 0)
+        copies = np.where(paired, np.where(inserted, deletes, inserts), 1)
     change_type = np.where(
-        twice,
+        paired,
         np.where(inserted, "update_postimage", "update_preimage"),
         np.where(inserted, "insert", "delete"),
     )
@@ -355,4 +367,7 @@ def _paired(ins: pa.Table, dels: pa.Table, columns: list[Column]) -> pa.Table:
         pa.array(change_type.tolist(), pa.string()),
         *(both.column(i) for i in range(len(names))),
     ]
-    return pa.table(arrays, names=["snapshot_id", "rowid", "change_type", *names])
+    feed = pa.table(arrays, names=["snapshot_id", "rowid", "change_type", *names])
+    if repeat and (copies > 1).any():
+        feed = feed.take(pa.array(np.repeat(np.arange(len(keys)), copies)))
+    return feed
