@@ -52,7 +52,8 @@ def table_changes(
 
     `feed` "changes" gives `snapshot_id, rowid, change_type, <columns>`; "insertions"
     and "deletions" give the table's columns only — what DuckDB 1.5's extension returns,
-    although DuckLake's documentation shows `snapshot_id, rowid` in front.
+    although DuckLake's documentation shows `snapshot_id, rowid` in front. "events" is
+    "changes" with each inserted and deleted row once (see `_as_changes`).
     """
     first, cat = _window(lake, schema, name, start, end, feed)
     last = cat.snapshot_id
