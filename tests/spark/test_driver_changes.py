@@ -82,11 +82,16 @@ def _duckdb_feeds(con: Any, lo: int, hi: int) -> dict[str, list[Any]]:
 
 
 def _compare_every_window(
-    spark: Any, catalog: Catalog, con: Any | None, monkeypatch: pytest.MonkeyPatch
+    spark: Any,
+    catalog: Catalog,
+    con: Any | None,
+    monkeypatch: pytest.MonkeyPatch,
+    whole_as_singles: bool = False,
 ) -> tuple[_Served, int]:
     """Each single snapshot and the whole history: driver = Spark = DuckDB (`con`, or a
     new connection); which path read each feed when the driver may, and how many
-    windows there were."""
+    windows there were. `whole_as_singles`: the whole history equals DuckDB's single
+    snapshots together (see the test of our vectors)."""
     if con is None:
         con = duck.connect()
         _attach(con, catalog, inlining=0)
@@ -96,8 +101,13 @@ def _compare_every_window(
     monkeypatch.setattr(changes, "feed_on_driver", served)
     last = lake.latest_snapshot().snapshot_id
     windows = [(s, s) for s in range(2, last + 1)] + [(2, last)]
+    singles: dict[str, list[Any]] = {}
     for lo, hi in windows:
         theirs = _duckdb_feeds(con, lo, hi)
+        if whole_as_singles and lo != hi:
+            theirs = {feed: canon_rows(rows) for feed, rows in singles.items()}
+        for feed, rows in theirs.items():
+            singles.setdefault(feed, []).extend(rows)
         assert _feeds(sql, lo, hi) == theirs, ("driver", lo, hi)
         with monkeypatch.context() as forced:
             forced.setattr(driver_changes, "DRIVER_FEED_ROWS", -1)
@@ -218,3 +228,29 @@ def test_duckdb_vectors_with_rows_changed_again_read_alike(
             assert canon_rows(_spark_rows(events)) == expected, (lo, hi, bound)
     assert served.driver == on_driver + (2 if builds_from_arrow(spark) else 0)
     assert lake.latest_snapshot().snapshot_id == 8
+
+
+def test_our_vectors_with_rows_changed_again_read_alike(
+    spark, sqlite_catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same history written by us with deletion vectors: each snapshot's feed, read
+    on the driver and by Spark, equals DuckDB's, and the whole history's is those
+    together. (Our vectors end their file's older one in the catalog, as delete files
+    do, so time travel keeps every deletion; DuckDB's feed of a window spanning several
+    of them lists a file's older deletions again with each vector.)"""
+    lake = Lake.open(sqlite_catalog.metadata, data_path=sqlite_catalog.data_path)
+    ours = LakeSQL(spark, lake)
+    ours.execute("CALL ducklake_set_option('lake', 'write_deletion_vectors', true)")
+    ours.execute("CALL ducklake_set_option('lake', 'data_inlining_row_limit', 0)")
+    ours.execute("CREATE TABLE t (id BIGINT, v STRING, n INT)")
+    ours.execute("INSERT INTO t SELECT id, concat('v', id), CAST(id % 10 AS INT) FROM range(400)")
+    ours.execute("UPDATE t SET n = n + 100 WHERE id % 10 = 1")
+    ours.execute("UPDATE t SET v = concat(v, '!') WHERE id % 20 = 1")
+    ours.execute("DELETE FROM t WHERE id % 40 = 1")
+    ours.execute("UPDATE t SET n = -n WHERE id < 50")
+    ours.execute("DELETE FROM t WHERE id BETWEEN 100 AND 120")
+    ours.execute("UPDATE t SET n = 7 WHERE id IN (51, 52)")
+    served, windows = _compare_every_window(spark, sqlite_catalog, None, monkeypatch, True)
+    assert windows == lake.latest_snapshot().snapshot_id  # 2..8 and the whole
+    on_driver = 3 * windows if builds_from_arrow(spark) else 0
+    assert (served.driver, served.spark) == (on_driver, 3 * windows - on_driver)
