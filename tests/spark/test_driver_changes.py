@@ -3,8 +3,8 @@ Spark's reading of the same windows and DuckDB's `table_changes`: every plain ty
 NULLs, NaN and infinities, columns promoted after their files were written (and inlined
 FLOAT values read back as DOUBLE), updates by DuckDB and by us, inlined rows. Windows
 the driver must not read (a column added after a file, more rows than its bound) go to
-Spark, and still equal DuckDB's. (Deletion vectors: test_deletion_vectors.py compares
-the feed of small windows with DuckDB's.)"""
+Spark, and still equal DuckDB's. Deletion vectors with rows changed again, DuckDB's and
+ours, read as DuckDB reads them (test_deletion_vectors.py compares more of their feed)."""
 
 from __future__ import annotations
 
