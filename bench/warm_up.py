@@ -16,7 +16,8 @@ and warms it (`prestart.py`, `spark/warm.py`), and maps the JVM class archive
   waits for it;
 - hence the statements themselves, in a fresh Python process once its session is up:
   the first MERGE against the second, after the warm-up prestart runs (as when dbt's
-  parse outlasts the JVM's start) and without it (goal <= 1.5x);
+  parse outlasts the JVM's start) and without it (goal <= 1.5x); and the first 1%
+  DELETE of a 500,000-row table against the second (it runs a Python task);
 - `dbt run-operation ducklake_snapshots` (metadata only: it must not start a JVM), beside
   the wall of importing dbt's CLI alone, the floor of any dbt command on this machine.
 
@@ -108,7 +109,8 @@ def merge_seconds(root: str) -> list[float]:
 
 def statement_seconds(warm: bool) -> list[float]:
     """In a fresh process (`--child`): three MERGEs into an 8-row table once the session
-    is up, after `warm_up` or not; seconds each."""
+    is up, after `warm_up` or not, then two DELETEs of 1% of a 500,000-row table (their
+    5,000 victims each go through a Python task); seconds each."""
     with tempfile.TemporaryDirectory() as root:
         child = [sys.executable, __file__, "--child", root] + (["--warm"] if warm else [])
         done = subprocess.run(child, capture_output=True, text=True, check=False)
@@ -140,6 +142,11 @@ def child(root: str, warm: bool) -> list[float]:
             "MERGE INTO target AS t USING updates AS s ON t.id = s.id "
             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
         )
+        seconds.append(time.perf_counter() - start)
+    sql.execute("CREATE TABLE wide AS SELECT id, concat('v', id) AS s FROM range(500000)")
+    for rest in (0, 1):
+        start = time.perf_counter()
+        sql.execute(f"DELETE FROM wide WHERE id % 100 = {rest}")
         seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -203,10 +210,22 @@ def main() -> None:
     print("  statements once the session is up, fresh processes:")
     for warm, label in ((True, "after the warm-up"), (False, "without a warm-up")):
         runs = [statement_seconds(warm) for _ in range(rounds)]
-        first, second = (statistics.median(r[i] for r in runs) for i in (0, 1))
+        first, second, delete_1, delete_2 = (
+            statistics.median(r[i] for r in runs) for i in (0, 1, 3, 4)
+        )
         print(
             f"    {label:<28} MERGE 1 {first:5.2f} s  2 {second:5.2f} s"
             f"  first/second {first / second:4.2f}x"
+        )
+        print(
+            f"    {'':<28} DELETE 1 {delete_1:5.2f} s  2 {delete_2:5.2f} s"
+            f"  first/second {delete_1 / delete_2:4.2f}x"
+        )
+        record(
+            "warm_up",
+            f"first 1% DELETE of 500,000 rows vs second ({label})",
+            delete_1 / delete_2,
+            "x",
         )
         record(
             "warm_up",
