@@ -143,10 +143,3 @@ _ARROW_RESULT = pa.schema(
 _DDL = {pa.int64(): "bigint", pa.string(): "string", pa.list_(pa.int64()): "array<bigint>"}
 # the same schema as Spark's mapInArrow takes it
 RESULT_SCHEMA = ", ".join(f"{f.name} {_DDL[f.type]}" for f in _ARROW_RESULT)
-
-
-def workers_ready(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """A mapInArrow task that passes its rows on. The warm-up (warm.py) runs it so that
-    Spark starts its Python workers and they import this module, which the first DELETE,
-    UPDATE or MERGE of many rows in a new JVM would otherwise wait for (about 1 s)."""
-    yield from batches

@@ -35,6 +35,12 @@ _STATEMENTS = (
     "MERGE INTO warm AS t USING {view} AS s ON t.id = s.id "
     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
     "SELECT count(*), sum(d) FROM warm",
+    # a DELETE of more than 1,000 rows (dml.FEW_VICTIMS) stages them in a Python task:
+    # Spark starts its Python workers, which it keeps, and they import the task's module.
+    # A new JVM's first such DELETE took 1.8-1.9 s after the statements above, 0.4-0.5 s
+    # (as the next ones) after these too
+    "CREATE TABLE wide AS SELECT id, concat('v', id) AS s FROM range(4000)",
+    "DELETE FROM wide WHERE id % 2 = 0",
 )
 _give_way = threading.Event()
 
@@ -64,20 +70,9 @@ def touch_session(spark: SparkSession) -> None:
     local_frame(spark, [(1, "a")], "id bigint, s string").where("id > 0").select("s")
 
 
-def start_python_workers(spark: SparkSession) -> None:
-    """One task per core through the module of the deletes' task: Spark starts its Python
-    workers, which it keeps, and they import that module (pyarrow, numpy). A new JVM's
-    first DELETE of 1% of a million rows took 1.75-2.4 s without, 1.0-1.15 s with
-    (0.43-0.72 s once warm)."""
-    from .delete_task import workers_ready
-
-    # one task: a statement arriving meanwhile keeps the other cores
-    spark.range(0, 1, 1, 1).mapInArrow(workers_ready, "id long").collect()
-
-
 def warm_up(spark: SparkSession) -> int:
-    """Run dbt's usual statements once on a throwaway local lake, then start the Python
-    workers, until a real statement needs Spark; how many steps ran.
+    """Run dbt's usual statements once on a throwaway local lake, until a real statement
+    needs Spark; how many ran.
 
     Local sessions only: a cluster's executors cannot reach the driver's temporary
     folder. Nothing is left behind: the folder (also when the process exits first) and
@@ -104,9 +99,6 @@ def warm_up(spark: SparkSession) -> int:
             result = sql.execute(statement.format(view=view))
             if isinstance(result, DataFrame):
                 result.collect()
-            done += 1
-        if not _give_way.is_set():
-            start_python_workers(spark)
             done += 1
     finally:
         spark.catalog.dropTempView(view)
