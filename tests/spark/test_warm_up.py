@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # prints: Python daemons of its JVM before the warm-up, the steps it ran, daemons after
 SCRIPT = """
-import os
+import subprocess
 from dbt.adapters.ducklake.spark.session import SessionConfig, get_session
 from dbt.adapters.ducklake.spark.warm import warm_up
 
@@ -26,17 +26,9 @@ jvm = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeM
 
 
 def daemons():
-    found = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                command = f.read().replace(b"\\0", b" ").decode()
-            with open(f"/proc/{pid}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-        except OSError:
-            continue
-        found += "pyspark.daemon" in command and parent == jvm
-    return found
+    children = ["ps", "--ppid", str(jvm), "-o", "args="]
+    listed = subprocess.run(children, capture_output=True, text=True).stdout
+    return sum("pyspark.daemon" in line for line in listed.splitlines())
 
 
 print(daemons(), warm_up(spark), daemons())
