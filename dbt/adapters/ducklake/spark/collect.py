@@ -35,3 +35,13 @@ def collect_rows(df: DataFrame, limit: int | None = None) -> list[tuple[Any, ...
         )
         for r in rows
     ]
+
+
+def at_most(df: DataFrame, limit: int) -> list[tuple[Any, ...]] | None:
+    """`collect_rows(df)` when it has at most `limit` rows (limit + 1 reach the driver)
+    and every value has a Python form; else None."""
+    try:
+        rows = collect_rows(df, limit + 1)
+    except (OverflowError, ValueError):  # a value with no Python form
+        return None
+    return rows if len(rows) <= limit else None

@@ -41,6 +41,7 @@ __all__ = [
     "find_file_victims",
     "names_by_field_id",
     "plain_column",
+    "readable_here",
     "rows_at",
 ]
 
@@ -121,7 +122,7 @@ def find_file_victims(
         f for f in files if may_match(f, columns, file_stats.get(f.data_file_id), None, pruning)
     ]
     if sum(f.record_count for f in candidates) > DRIVER_ROWS or any(
-        not _readable_here(f, snapshot_id) for f in candidates
+        not readable_here(f, snapshot_id) for f in candidates
     ):
         return None
     tested = [by_name[n] for n in _names(where)]
@@ -148,7 +149,7 @@ def find_file_victims(
     return _gathered(found, copied)
 
 
-def _readable_here(f: DataFile, snapshot_id: int) -> bool:
+def readable_here(f: DataFile, snapshot_id: int) -> bool:
     return (
         f.file_format == "parquet"
         and f.mapping_id is None

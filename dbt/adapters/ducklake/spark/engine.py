@@ -186,10 +186,7 @@ def _stage_rows(
         if head is not None:
             inline_rows(tx, table, head, keep_row_ids=keep_row_ids)
             return
-    sort_on_insert = lake.option(
-        "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
-    )
-    sort = table.current_sort() if str(sort_on_insert).lower() == "true" else []
+    sort = sorted_on_insert(lake, table)
     options = replace(write_options(lake, table), bytes_per_row=_bytes_per_row(tx, table))
     here = bound is not None and bound > limit and not (sort or table.current_partition())
     if (
@@ -216,6 +213,15 @@ def _stage_rows(
             inline_rows(tx, table, rows, keep_row_ids=keep_row_ids)
             return
     tx.add_data_files(table, files)
+
+
+def sorted_on_insert(lake: Lake, table: StagedTable) -> list[tuple[str, str, str]]:
+    """The table's sort keys new files are written in (none when `sort_on_insert` is
+    off)."""
+    sort_on_insert = lake.option(
+        "sort_on_insert", schema_id=table.schema.schema_id, table_id=table.table_id, default="true"
+    )
+    return table.current_sort() if str(sort_on_insert).lower() == "true" else []
 
 
 def _staged_on_driver(

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..lake import DataFile, Lake, StagedTable, Transaction
-from .collect import collect_rows
+from .collect import at_most
 from .dml import FEW_VICTIMS, stage_deletes
 from .engine import inlinable, inline_rows, inlining_limit, stage_rows
 from .local_rows import arrow_frame, local_frame
@@ -64,18 +64,15 @@ def stage_few(
         spans[action] = (len(wanted), len(wanted) + len(columns))
         wanted += [c.alias(f"__ducklake_{action}_{k}") for k, c in enumerate(columns)]
     selected = decided.select(*wanted)
-    try:
-        rows = collect_rows(selected, FEW_CHANGES + 1)
-    except (OverflowError, ValueError):  # a value with no Python form
-        return False
-    if len(rows) > FEW_CHANGES:
+    rows = at_most(selected, FEW_CHANGES)
+    if rows is None:
         return False
     limit = inlining_limit(lake, table)
     staged: list[Callable[[], None]] = []
     for action, (start, end) in spans.items():
         new = [r[start:end] for r in rows if r[0] in outcome.chosen[action]]
         fields = selected.schema.fields[start:end]
-        step = _new_rows(spark, lake, tx, table, new, fields, limit, moved=action == "update")
+        step = new_rows_step(spark, lake, tx, table, new, fields, limit, moved=action == "update")
         if step is None:
             return False
         staged.append(step)
@@ -90,7 +87,7 @@ def stage_few(
     return True
 
 
-def _new_rows(
+def new_rows_step(
     spark: SparkSession,
     lake: Lake,
     tx: Transaction,

@@ -27,6 +27,7 @@ from sqlglot import exp
 from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
 from .compat import HAS_DATAFRAME_SUBQUERIES
 from .dml import few_victims, stage_deletes, target_rows
+from .driver_merge import merge_on_driver
 from .engine import CommitInfo, in_transaction, inlining_limit, stage_rows
 from .errors import MergeError
 from .few_changes import ROW_ID, Outcome, stage_few
@@ -184,6 +185,20 @@ def _merge(
     table = tx.table(schema, name)
     columns = table.column_list()
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
+    keys = _only_keys(plan)
+    if keys and merge_on_driver(
+        spark,
+        lake,
+        tx,
+        table,
+        source.df,
+        keys,
+        clauses,
+        (t_alias, s_alias),
+        plan.scan,
+        _repeated(table),
+    ):
+        return
     target = _target(spark, lake, tx, qualified, source, plan)
     src = source.df
     if plan.by_source_only:
@@ -217,6 +232,15 @@ def _merge(
             stage_rows(lake, tx, table, rows, keep_row_ids=moved, write_first=big, packed=True)
     finally:
         decided.unpersist()
+
+
+def _only_keys(plan: _Plan) -> list[KeyPair]:
+    """ON's equal key pairs when they are the whole condition (else none)."""
+    tree = _parsed(plan.on)
+    if tree is None:
+        return []
+    keys = equal_keys(tree, plan.aliases)
+    return keys if len(keys) == len(list(_conjuncts(tree))) else []
 
 
 def _stage_victims(
