@@ -169,7 +169,7 @@ def _small(source: DataFrame) -> bool:
     jdf = getattr(source, "_jdf", None)
     if jdf is None:
         return False
-    plan = jdf.queryExecution().optimizedPlan()
+    plan = jdf.queryExecution().analyzed()  # at hand: optimizing it only to look costs
     leaves = plan.collectLeaves()
     for i in range(leaves.size()):
         if leaves.apply(i).getClass().getSimpleName() not in _HELD:
