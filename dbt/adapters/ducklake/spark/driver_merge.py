@@ -33,6 +33,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from ..lake import Column, DataFile, Lake, StagedTable, Transaction
+from .arrow import WriteOptions
 from .collect import at_most
 from .dml import stage_victims_here
 from .driver_files import (
@@ -48,7 +49,7 @@ from .few_changes import ROW_ID, new_rows_step
 from .local_rows import arrow_table
 from .prune import Predicate, may_match
 from .scan import ScanMetrics
-from .types import ROW_ID_FIELD_ID, spark_type
+from .types import ROW_ID_FIELD_ID, keys_compare, spark_type
 from .write import write_here
 
 
@@ -93,8 +94,11 @@ def merge_on_driver(
     """Stage `MERGE INTO table AS t USING source AS s ON <keys equal> <clauses>` from
     the driver; False, with nothing staged, when Spark must run it. `keys`: the
     (target column, source column) pairs that are the whole ON condition."""
-    if not keys or not _applicable(source, clauses, table, tx, lake, spark):
+    if not keys or not _applicable(source, clauses, table, tx, spark):
         return False
+    options = write_options(lake, table)
+    if options.encrypted:
+        return False  # delete files are sealed by the engine (sealed.py)
     columns = table.column_list()
     key_columns = _key_columns(keys, columns, source)
     asked = _asked(clauses, columns, keys, aliases)
@@ -112,18 +116,16 @@ def merge_on_driver(
     layout = _layout(clauses, len(keys), len(columns))
     victims, updated, inserted = _decide(rows, len(keys), clauses, layout, found, on_repeat)
     fields = selected.schema.fields
+    limit = inlining_limit(lake, table)
     staged = [
-        _new_rows(spark, lake, tx, table, new, _fields(fields, clauses, action), action)
+        _new_rows(
+            spark, lake, tx, table, new, _fields(fields, clauses, action), action, options, limit
+        )
         for new, action in ((updated, "update"), (inserted, "insert"))
     ]
     if any(step is None for step in staged):
         return False
-    if victims:
-        files = [f for f in found.files if f.data_file_id in {v[0] for v in victims}]
-        triples = pa.table(
-            {n: pa.array([v[i] for v in victims], pa.int64()) for i, n in enumerate(_TRIPLE)}
-        )
-        stage_victims_here(lake, tx, table, files, triples)
+    _stage_victims(lake, tx, table, found, victims)
     for step in staged:
         assert step is not None
         step()
@@ -142,24 +144,33 @@ def _applicable(
     clauses: Sequence[Clause],
     table: StagedTable,
     tx: Transaction,
-    lake: Lake,
     spark: SparkSession,
 ) -> bool:
-    """The checks that need no rows: classic PySpark, no NOT MATCHED BY
+    """The checks that need no rows and no catalog: classic PySpark, no NOT MATCHED BY
     SOURCE, a source the driver holds, a table unchanged so far in this transaction (the
-    catalog's base snapshot shows it as it is), an unencrypted lake (delete files are
-    sealed by the engine: sealed.py)."""
+    catalog's base snapshot shows it as it is)."""
     return (
         hasattr(spark, "_jsparkSession")
         and table.table_id is not None
         and not any(c.kind == "not_matched_by_source" for c in clauses)
         and _small(source)
         and not tx.has_changed(table.schema.name, table.name)
-        and not write_options(lake, table).encrypted
     )
 
 
 _TRIPLE = ("fid", "pos", "rowid")
+
+
+def _stage_victims(
+    lake: Lake, tx: Transaction, table: StagedTable, found: _Found, victims: Rows
+) -> None:
+    """Stage the removal of the (fid, pos, rowid) victims (fid None: inlined rows)."""
+    if victims:
+        files = [f for f in found.files if f.data_file_id in {v[0] for v in victims}]
+        triples = pa.table(
+            {n: pa.array([v[i] for v in victims], pa.int64()) for i, n in enumerate(_TRIPLE)}
+        )
+        stage_victims_here(lake, tx, table, files, triples)
 
 
 def _small(source: DataFrame) -> bool:
@@ -196,9 +207,7 @@ def _key_columns(
         column, kind = by_name.get(t_name.lower()), fields.get(s_name.lower())
         if column is None or kind is None or column.type not in COMPARABLE:
             return None
-        target = spark_type(column)
-        integral = isinstance(target, T.IntegralType) and isinstance(kind, T.IntegralType)
-        if not integral and target != kind:
+        if not keys_compare(spark_type(column), kind):
             return None
         out.append(column)
     return out
@@ -367,7 +376,7 @@ def _file_hits(
     mask = None
     for name, i in zip(stored, range(len(key_columns)), strict=True):
         values = pa.array(sorted({k[i] for k in wanted}))
-        part = pc.is_in(_comparable(data.column(name), values.type), value_set=values)
+        part = pc.is_in(_typed_as(data.column(name), values.type), value_set=values)
         mask = part if mask is None else pc.and_(mask, part)
     assert mask is not None
     chosen = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
@@ -426,7 +435,7 @@ def _may_hold(stats: Any, bounds: tuple[Any, Any]) -> bool:
         return True
 
 
-def _comparable(values: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+def _typed_as(values: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
     """A file's key column typed as the source keys are (integers widened to int64,
     strings as strings)."""
     if pa.types.is_integer(values.type) and pa.types.is_integer(kind):
@@ -523,6 +532,8 @@ def _new_rows(
     rows: Rows,
     fields: list[T.StructField],
     action: str,
+    options: WriteOptions,
+    limit: int,
 ) -> Callable[[], None] | None:
     """How the new rows are staged: inlined under the limit, written here when the
     table has no sort or partitions (as `stage_rows` writes a small result), else as
@@ -530,7 +541,6 @@ def _new_rows(
     if not rows:
         return lambda: None
     moved = action == "update"
-    limit = inlining_limit(lake, table)
     if not inlinable(table, rows) or len(rows) <= limit:  # (a NULL in a NOT NULL column raises)
         return new_rows_step(spark, lake, tx, table, rows, fields, limit, moved=moved)
     names = [c.name for c in table.column_list()] + ([ROW_ID] if moved else [])
@@ -542,5 +552,4 @@ def _new_rows(
         data = arrow_table(rows, schema)
     if data is None:
         return new_rows_step(spark, lake, tx, table, rows, fields, limit, moved=moved)
-    options = write_options(lake, table)
     return lambda: tx.add_data_files(table, write_here(data, table, options, moved))

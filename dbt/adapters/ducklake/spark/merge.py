@@ -21,7 +21,6 @@ import sqlglot
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from sqlglot import exp
 
 from ..lake import Column, Lake, Snapshot, StagedTable, Transaction
@@ -34,7 +33,7 @@ from .few_changes import ROW_ID, Outcome, stage_few
 from .prune import Predicate
 from .scan import ScanMetrics
 from .scan_files import FILE_ID_COL, POS_COL
-from .types import spark_type
+from .types import keys_compare, spark_type
 
 KINDS = ("matched", "not_matched", "not_matched_by_source")
 # Below this many rows in the target's data files, the job over the source that finds
@@ -85,6 +84,7 @@ class _Plan:
     aliases: Aliases
     keys: tuple[KeyPair, ...]
     scan: ScanMetrics  # what the target scan read
+    whole_on: tuple[KeyPair, ...] = ()  # ON's equal keys when they are all of ON
 
     @property
     def by_source_only(self) -> bool:
@@ -115,13 +115,15 @@ def merge_into(
     They bound the target scan to the source keys' ranges. `metrics` receives what the
     target scan read."""
     aliases = Aliases(target_alias, source_alias)
-    known_keys = equal_keys(_parsed(on), aliases) if keys is None else keys
+    tree = _parsed(on)
+    known_keys = equal_keys(tree, aliases) if keys is None else keys
+    whole_on = _whole_on_keys(tree, aliases)
 
     def stage(tx: Transaction) -> None:
         src = _Source(source.withColumn("__ducklake_s", F.lit(True)))
         try:
             attempt = ScanMetrics()  # a retried transaction scans afresh
-            plan = _Plan(on, clauses, aliases, tuple(known_keys), attempt)
+            plan = _Plan(on, clauses, aliases, tuple(known_keys), attempt, whole_on)
             _merge(spark, lake, tx, (schema, name), src, plan)
             if metrics is not None:
                 vars(metrics).update(vars(attempt))
@@ -185,14 +187,13 @@ def _merge(
     table = tx.table(schema, name)
     columns = table.column_list()
     clauses, (t_alias, s_alias) = plan.clauses, (plan.aliases.target, plan.aliases.source)
-    keys = _only_keys(plan)
-    if keys and merge_on_driver(
+    if plan.whole_on and merge_on_driver(
         spark,
         lake,
         tx,
         table,
         source.df,
-        keys,
+        plan.whole_on,
         clauses,
         (t_alias, s_alias),
         plan.scan,
@@ -234,13 +235,12 @@ def _merge(
         decided.unpersist()
 
 
-def _only_keys(plan: _Plan) -> list[KeyPair]:
+def _whole_on_keys(tree: exp.Expression | None, aliases: Aliases) -> tuple[KeyPair, ...]:
     """ON's equal key pairs when they are the whole condition (else none)."""
-    tree = _parsed(plan.on)
     if tree is None:
-        return []
-    keys = equal_keys(tree, plan.aliases)
-    return keys if len(keys) == len(list(_conjuncts(tree))) else []
+        return ()
+    keys = equal_keys(tree, aliases)
+    return tuple(keys) if len(keys) == len(list(_conjuncts(tree))) else ()
 
 
 def _stage_victims(
@@ -493,7 +493,7 @@ def _key_ranges(
         col, found = types.get(target_name.lower()), fields.get(source_name.lower())
         if col is None or found is None or col.type not in _RANGE_TYPES:
             continue
-        if _comparable(spark_type(col), found.dataType):
+        if keys_compare(spark_type(col), found.dataType):
             pairs.append((col, found.name))
     if not pairs:
         return []
@@ -542,14 +542,6 @@ def _assigns(clause: When, column: str) -> bool:
     """Whether the clause gives `column` a value (`*` gives every column one)."""
     values = clause.values
     return values is None or column.lower() in {k.lower() for k in values}
-
-
-def _comparable(target: T.DataType, source: T.DataType) -> bool:
-    """Whether the source's min/max order keys as the target's stats do (no casts
-    between strings and numbers, which order differently)."""
-    if isinstance(target, T.IntegralType) and isinstance(source, T.IntegralType):
-        return True
-    return target == source
 
 
 def _values(

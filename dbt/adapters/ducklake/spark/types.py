@@ -255,3 +255,12 @@ def python_value(value: Any, data_type: T.DataType) -> Any:
 def python_rows(rows: Sequence[Row], schema: T.StructType) -> list[tuple[Any, ...]]:
     types = [f.dataType for f in schema.fields]
     return [tuple(python_value(v, t) for v, t in zip(r, types, strict=True)) for r in rows]
+
+
+def keys_compare(target: T.DataType, source: T.DataType) -> bool:
+    """Whether a source key compares and orders with a target key as the target's values
+    do among themselves: integers with integers, else the same type (no casts between
+    strings and numbers, which order and compare differently)."""
+    if isinstance(target, T.IntegralType) and isinstance(source, T.IntegralType):
+        return True
+    return target == source
