@@ -29,10 +29,16 @@ log = logging.getLogger(__name__)
 # {view} is a temporary view of a unique name
 _STATEMENTS = (
     "CREATE TABLE warm AS SELECT id, concat('v', id) AS s, id * 0.5 AS d FROM range(8)",
+    # rows Spark computes (range: ids 2 and 9), so the MERGE takes Spark's path, as a
+    # dbt model's MERGE does; rows the driver holds (VALUES) are decided on the driver,
+    # which the second MERGE warms
     "CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT id, concat('w', id) AS s, "
-    "id * 1.5 AS d FROM (VALUES (2), (9)) AS t(id)",
+    "id * 1.5 AS d FROM range(2, 10, 7)",
     "INSERT INTO warm SELECT id + 100, s, d FROM {view}",
     "MERGE INTO warm AS t USING {view} AS s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    "MERGE INTO warm AS t USING (SELECT id, concat('x', id) AS s, id * 1.5 AS d "
+    "FROM (VALUES (3), (11)) AS v(id)) AS s ON t.id = s.id "
     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
     "SELECT count(*), sum(d) FROM warm",
     # a DELETE of more than 1,000 rows (dml.FEW_VICTIMS) stages them in a Python task:
