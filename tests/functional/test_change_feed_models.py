@@ -40,6 +40,15 @@ left join {{ ref('labels') }} as l on l.status = c.status
 where c.status <> 'void' {% if var('boom', false) %} and assert_true(c.id < 0) is null {% endif %}
 """
 
+# a filter and a projection of one feed: when its window is read on the driver, the last
+# change per key is ranked there and the MERGE decided there (spark/last_changes.py)
+AMOUNTS = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes', unique_key='id') }}
+select snapshot_id, change_type, id, amount + 1 as amount1
+from {{ ducklake_changes_since_last_build(ref('orders')) }}
+where status <> 'void'
+"""
+
 LABELS = """
 {{ config(materialized='table') }}
 select * from values ('new', 'N'), ('paid', 'P'), ('late', 'L') as t(status, label)
@@ -74,6 +83,7 @@ RECOMPUTE = {
         "select o.id, upper(o.status), o.amount * 2, l.label from {s}.orders o "
         "left join {s}.labels l on l.status = o.status where o.status <> 'void'"
     ),
+    "amounts": "select id, amount + 1 from {s}.orders where status <> 'void'",
     "events": (
         "select 'order', id, status from {s}.orders "
         "union all select 'return', id, reason from {s}.returns"
@@ -81,6 +91,7 @@ RECOMPUTE = {
 }
 STORED = {
     "open_orders": "select id, status, doubled, label from {s}.open_orders",
+    "amounts": "select id, amount1 from {s}.amounts",
     "events": "select kind, id, status from {s}.events",
 }
 
@@ -102,13 +113,17 @@ class TestChangeFeedModels:
             "orders.sql": ORDERS,
             "labels.sql": LABELS,
             "open_orders.sql": OPEN_ORDERS,
+            "amounts.sql": AMOUNTS,
             "events.sql": EVENTS,
             "no_feed_columns.sql": NO_FEED_COLUMNS,
             "sources.yml": SOURCES,
         }
 
-    def test_every_round_equals_a_full_recompute(self, project, dbt_profile_target) -> None:
+    def test_every_round_equals_a_full_recompute(
+        self, project, dbt_profile_target, monkeypatch
+    ) -> None:
         schema = project.test_schema
+        ranked = _spy_ranking(monkeypatch)
         lake = Lake.open(dbt_profile_target["metadata"])
         attach = dbt_profile_target["duckdb_attach"]
 
@@ -135,7 +150,7 @@ class TestChangeFeedModels:
             con.close()
 
         def build(*extra: str) -> None:
-            run_dbt(["run", "-s", "open_orders", "events", *extra])
+            run_dbt(["run", "-s", "open_orders", "amounts", "events", *extra])
 
         run_dbt(["deps"])
         duckdb(
@@ -194,6 +209,10 @@ class TestChangeFeedModels:
         # nothing changed upstream: the next build applies nothing and stays equal
         build()
         check("no change")
+        # the small windows of `amounts` were ranked on the driver; the lookup's by
+        # Spark (but for an empty window, which Spark folds into no rows)
+        assert True in ranked["amounts"]
+        assert False in ranked["open_orders"]
 
         # the upstream replaced: the feed cannot say what happened
         project.run_sql(
@@ -277,3 +296,19 @@ def _consumed(lake: Lake, schema: str, model: str) -> int:
         if f"{schema}.{model}" in record:
             return int(record[f"{schema}.{model}"][f"{schema}.orders"][1])
     raise AssertionError(f"no build of {model} recorded what it consumed")
+
+
+def _spy_ranking(monkeypatch) -> dict[str, set[bool]]:
+    """Per model: whether apply_changes ranked its feed on the driver, each build."""
+    from dbt.adapters.ducklake.spark import last_changes
+
+    seen: dict[str, set[bool]] = {}
+    real = last_changes.rank_here
+
+    def spied(spark: Any, feed_view: str, view: str, keys: Any) -> bool:
+        done = real(spark, feed_view, view, keys)
+        seen.setdefault(view.split("__dbt_tmp")[0], set()).add(done)
+        return done
+
+    monkeypatch.setattr(last_changes, "rank_here", spied)
+    return seen

@@ -103,7 +103,7 @@ class ChangeFeedWindows:
     """Mixed into the adapter: the windows of `ducklake_changes_since_last_build`."""
 
     # dbt's adapter metaclass reads a base's `_available_`, not its decorated methods
-    _available_ = frozenset({"changes_since_last_build", "consumed_changes"})
+    _available_ = frozenset({"changes_since_last_build", "consumed_changes", "last_changes_here"})
 
     if TYPE_CHECKING:
 
@@ -174,3 +174,13 @@ class ChangeFeedWindows:
             return {}
         schema = node_field(model, "schema") or self.config.credentials.schema
         return {CONSUMED: {_key(schema, node_field(model, "alias") or ""): read}}
+
+    @available
+    def last_changes_here(self, feed_view: str, view: str, keys: list[str]) -> bool:
+        """apply_changes' last change per key of the feed in temporary view `feed_view`,
+        as temporary view `view`, ranked on the driver when its rows are there
+        (spark/last_changes.py); False when the macro's SQL must rank them."""
+        from .spark.last_changes import rank_here
+
+        handle = self._handle()
+        return rank_here(handle.spark, feed_view, view, keys)
