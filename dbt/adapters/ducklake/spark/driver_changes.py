@@ -40,6 +40,7 @@ from ..lake import (
 from .carried import carried_columns
 from .compat import builds_from_arrow
 from .driver_files import DRIVER_ROWS, delete_file_positions, names_by_field_id, rows_at
+from .gc_pause import collection_paused
 from .local_rows import arrow_table, arrow_type_of
 from .read_values import spark_rows
 from .types import ROW_ID_FIELD_ID, SNAPSHOT_FIELD_ID, spark_schema
@@ -88,6 +89,7 @@ class WindowParts:
     last: int
 
 
+@collection_paused()
 def feed_on_driver(
     spark: SparkSession, files_io: FileIO, parts: WindowParts, feed: str = "changes"
 ) -> DataFrame | None:

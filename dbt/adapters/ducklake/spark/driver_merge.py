@@ -46,6 +46,7 @@ from .driver_files import (
 )
 from .engine import inlinable, inlining_limit, sorted_on_insert, write_options
 from .few_changes import ROW_ID, new_rows_step
+from .gc_pause import collection_paused
 from .local_rows import arrow_table
 from .prune import Predicate, may_match
 from .scan import ScanMetrics
@@ -79,6 +80,7 @@ Key = tuple[Any, ...]
 Hit = tuple[int | None, int | None, int, Key]  # (fid, pos, rowid, key) of a target row
 
 
+@collection_paused()
 def merge_on_driver(
     spark: SparkSession,
     lake: Lake,

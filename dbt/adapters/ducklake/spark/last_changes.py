@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .compat import builds_from_arrow
+from .gc_pause import collection_paused
 from .local_rows import arrow_table
 
 __all__ = ["ADDS", "RANK", "REMOVED", "rank_here"]
@@ -44,6 +45,7 @@ _KEY_TYPES = (
 )
 
 
+@collection_paused()
 def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str]) -> bool:
     """Register `view` as `feed_view`'s rows plus `ducklake_removed` and
     `ducklake_change_rank`, keeping only each key's last change (the latest snapshot;
