@@ -252,6 +252,12 @@ def python_value(value: Any, data_type: T.DataType) -> Any:
     return value
 
 
+def is_python_value(data_type: T.DataType) -> bool:
+    """Whether PySpark's collected values of `data_type` are already what
+    `python_value` gives (nothing to convert per value)."""
+    return not isinstance(data_type, T.TimestampType | T.StructType | T.ArrayType | T.MapType)
+
+
 def python_rows(rows: Sequence[Row], schema: T.StructType) -> list[tuple[Any, ...]]:
     types = [f.dataType for f in schema.fields]
     return [tuple(python_value(v, t) for v, t in zip(r, types, strict=True)) for r in rows]
