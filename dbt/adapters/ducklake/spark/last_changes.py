@@ -22,8 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .compat import builds_from_arrow
+from .driver_merge import DRIVER_SOURCE_BYTES
 from .gc_pause import collection_paused
-from .local_rows import arrow_table
+from .write import collect_arrow
 
 __all__ = ["ADDS", "RANK", "REMOVED", "rank_here"]
 
@@ -32,17 +33,8 @@ log = logging.getLogger("dbt.adapters.ducklake.spark")
 ADDS = ("insert", "update_postimage")  # change types whose row is the key's new value
 REMOVED = "ducklake_removed"  # the macro's names for the columns it adds
 RANK = "ducklake_change_rank"
-# the feed's size in Spark's estimate: as driver_merge.DRIVER_SOURCE_BYTES
-HELD_BYTES = 16 * 1024 * 1024
 # key types whose equality is the same in pyarrow and Spark (no NaN, -0.0, collations)
-_KEY_TYPES = (
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.StringType,
-    T.BooleanType,
-)
+_KEY_TYPES = (T.IntegralType, T.StringType, T.BooleanType)
 
 
 @collection_paused()
@@ -61,7 +53,7 @@ def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str
         return False
     if "snapshot_id" not in names or "change_type" not in names or not _held(feed):
         return False
-    data = arrow_table(feed.collect(), feed.schema)
+    data = collect_arrow(feed)
     if data is None:
         return False
     key_names = [f.name for f in fields if f is not None]
@@ -84,7 +76,7 @@ def _held(feed: DataFrame) -> bool:
     plan = feed._jdf.queryExecution().optimizedPlan()
     if plan.getClass().getSimpleName() != "LocalRelation":
         return False
-    return int(str(plan.stats().sizeInBytes())) <= HELD_BYTES
+    return int(str(plan.stats().sizeInBytes())) <= DRIVER_SOURCE_BYTES
 
 
 def _last_per_key(data: pa.Table, keys: list[str], rowid: T.StructField | None) -> pa.Table:

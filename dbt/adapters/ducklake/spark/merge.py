@@ -116,8 +116,9 @@ def merge_into(
     target scan read."""
     aliases = Aliases(target_alias, source_alias)
     tree = _parsed(on)
-    known_keys = equal_keys(tree, aliases) if keys is None else keys
-    whole_on = _whole_on_keys(tree, aliases)
+    on_keys = equal_keys(tree, aliases)
+    known_keys = on_keys if keys is None else keys
+    whole_on = _whole_on_keys(tree, on_keys)
 
     def stage(tx: Transaction) -> None:
         src = _Source(source.withColumn("__ducklake_s", F.lit(True)))
@@ -235,11 +236,10 @@ def _merge(
         decided.unpersist()
 
 
-def _whole_on_keys(tree: exp.Expression | None, aliases: Aliases) -> tuple[KeyPair, ...]:
-    """ON's equal key pairs when they are the whole condition (else none)."""
+def _whole_on_keys(tree: exp.Expression | None, keys: list[KeyPair]) -> tuple[KeyPair, ...]:
+    """ON's equal key pairs `keys` when they are the whole condition (else none)."""
     if tree is None:
         return ()
-    keys = equal_keys(tree, aliases)
     return tuple(keys) if len(keys) == len(list(_conjuncts(tree))) else ()
 
 
