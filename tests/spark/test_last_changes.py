@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from dbt.adapters.ducklake.spark import last_changes
 from dbt.adapters.ducklake.spark.compat import builds_from_arrow
 from dbt.adapters.ducklake.spark.last_changes import rank_here
 
@@ -86,7 +87,25 @@ def _sorted(rows: list) -> list[tuple]:
     return sorted((tuple(r) for r in rows), key=repr)
 
 
-def test_ranked_here_as_the_window_ranks(spark: SparkSession) -> None:
+@pytest.fixture(params=["jvm", "pyarrow"])
+def ranker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Both rankings: in the driver's JVM (the adapter's classes, which `./dev setup`
+    builds) and, without them, with pyarrow. Yields whether each ranking took the JVM."""
+    took: list[bool] = []
+    in_jvm = last_changes._ranked_in_jvm
+
+    def spy(*args: object) -> object:
+        ranked = in_jvm(*args) if request.param == "jvm" else None  # type: ignore[arg-type]
+        took.append(ranked is not None)
+        return ranked
+
+    monkeypatch.setattr(last_changes, "_ranked_in_jvm", spy)
+    took_jvm = request.param == "jvm"
+    yield took
+    assert all(t is took_jvm for t in took)
+
+
+def test_ranked_here_as_the_window_ranks(spark: SparkSession, ranker: list[bool]) -> None:
     _held_feed(spark, "lc_raw", ROWS, FEED)
     _model(
         spark, "lc_feed", "select snapshot_id, rowid, change_type, k, name, v * 2 as v2 from lc_raw"
@@ -112,9 +131,10 @@ def test_ranked_here_as_the_window_ranks(spark: SparkSession) -> None:
     # the MERGE finds its source on the driver: no Spark job reads it
     plan = got._jdf.queryExecution().optimizedPlan()
     assert plan.getClass().getSimpleName() == "LocalRelation"
+    assert ranker == [True] or ranker == [False]
 
 
-def test_one_key_without_rowid_and_no_rows(spark: SparkSession) -> None:
+def test_one_key_without_rowid_and_no_rows(spark: SparkSession, ranker: list[bool]) -> None:
     """Without a rowid column the order stops at adds-before-removals; an empty window
     ranks to no rows."""
     rows = [r for r in ROWS if r[3] not in (4, None)]  # no tie that only rowid breaks
@@ -129,6 +149,7 @@ def test_one_key_without_rowid_and_no_rows(spark: SparkSession) -> None:
     _model(spark, "lc_none", "select * from lc_plain where k < 0")
     if rank_here(spark, "lc_none", "lc_none_changes", ["k"]):
         assert spark.table("lc_none_changes").count() == 0
+        assert len(ranker) == 2
 
 
 @pytest.mark.parametrize(
