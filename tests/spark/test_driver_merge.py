@@ -56,6 +56,12 @@ MERGES = [
     ("WHEN MATCHED THEN DELETE", True),
     ("WHEN NOT MATCHED AND s.n % 2 = 1 THEN INSERT (k, v, n) VALUES (s.k, 'new', 0)", True),
     ("WHEN MATCHED THEN UPDATE SET k = s.k, v = upper(s.v), n = s.n * 2", True),
+    # an UPDATE and an INSERT asking for some values alike (collected once), some not
+    (
+        "WHEN MATCHED THEN UPDATE SET v = upper(s.v), n = s.n "
+        "WHEN NOT MATCHED THEN INSERT (k, v, n) VALUES (s.k, s.v, s.n + 1)",
+        True,
+    ),
     # a value the target keeps, a value from the target: Spark's path
     (
         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT (k, v, n) "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -108,16 +109,25 @@ def merge_on_driver(
         return False
     s_alias = aliases[1]
     wanted = [F.col(f"{_q(s_alias)}.{_q(s)}").alias(f"__k{i}") for i, (_, s) in enumerate(keys)]
-    selected = source.alias(s_alias).select(*wanted, *asked)
+    distinct, spread = _distinct(len(wanted), asked)
+    selected = source.alias(s_alias).select(*wanted, *distinct)
     rows = at_most(selected, DRIVER_SOURCE_ROWS)
     if rows is None:
         return False
+    rows = [spread(r) for r in rows]
+    collected = spread(selected.schema.fields)
+    fields = [
+        *collected[: len(keys)],
+        *(
+            T.StructField(name, f.dataType, f.nullable)
+            for f, (_, name, _) in zip(collected[len(keys) :], asked, strict=True)
+        ),
+    ]
     found = _target_rows(lake, tx, table, key_columns, [r[: len(keys)] for r in rows], scan)
     if found is None:
         return False
     layout = _layout(clauses, len(keys), len(columns))
     victims, updated, inserted = _decide(rows, len(keys), clauses, layout, found, on_repeat)
-    fields = selected.schema.fields
     limit = inlining_limit(lake, table)
     staged = [
         _new_rows(
@@ -215,44 +225,69 @@ def _key_columns(
     return out
 
 
+Asked = list[tuple[str, str, SparkColumn]]  # (what it computes, its name, the column)
+
+
 def _asked(
     clauses: Sequence[Clause],
     columns: Sequence[Column],
     keys: Sequence[tuple[str, str]],
     aliases: tuple[str, str],
-) -> list[SparkColumn] | None:
+) -> Asked | None:
     """Per clause: its condition (NULL as false) and, for UPDATE and INSERT, the value of
     every target column, over the source alone; None when one reads the target. A key
     an UPDATE leaves as it was equals its source key (ON says so), cast to its type."""
     t_alias, s_alias = aliases
-    out: list[SparkColumn] = []
+    out: Asked = []
     names = {c.name.lower() for c in columns}
     source_key = {t.lower(): s for t, s in keys}
     for i, clause in enumerate(clauses):
         if clause.condition is not None:
             if not _source_only(clause.condition, s_alias, t_alias):
                 return None
-            out.append(F.coalesce(F.expr(clause.condition), F.lit(False)).alias(f"__c{i}"))
+            condition = F.coalesce(F.expr(clause.condition), F.lit(False))
+            out.append((f"if {clause.condition}", f"__c{i}", condition))
         if clause.action == "delete":
             continue
         given = {k.lower(): v for k, v in (clause.values or {}).items()}
         if set(given) - names:
             return None  # Spark's path names the unknown column
         for k, column in enumerate(columns):
+            name = column.name.lower()
             if clause.values is None:
-                value: SparkColumn = F.col(f"{_q(s_alias)}.{_q(column.name)}")
-            elif column.name.lower() in given:
-                if not _source_only(given[column.name.lower()], s_alias, t_alias):
+                value, what = F.col(f"{_q(s_alias)}.{_q(column.name)}"), f"`{column.name}`"
+            elif name in given:
+                if not _source_only(given[name], s_alias, t_alias):
                     return None
-                value = F.expr(given[column.name.lower()])
-            elif clause.action == "update" and column.name.lower() in source_key:
-                value = F.col(f"{_q(s_alias)}.{_q(source_key[column.name.lower()])}")
+                value, what = F.expr(given[name]), given[name]
+            elif clause.action == "update" and name in source_key:
+                source = source_key[name]
+                value, what = F.col(f"{_q(s_alias)}.{_q(source)}"), f"`{source}`"
             elif clause.action == "update":
                 return None  # the row keeps a target value the driver did not read
             else:
-                value = F.lit(None)
-            out.append(value.cast(spark_type(column)).alias(f"__v{i}_{k}"))
+                value, what = F.lit(None), "null"
+            kind = spark_type(column)
+            out.append((f"{what} as {kind.simpleString()}", f"__v{i}_{k}", value.cast(kind)))
     return out
+
+
+def _distinct(
+    n_keys: int, asked: Asked
+) -> tuple[list[SparkColumn], Callable[[Sequence[Any]], tuple[Any, ...]]]:
+    """The asked columns computing what no earlier one does (an UPDATE and an INSERT of
+    the same source row ask for its values twice: collected once), and how a row of the
+    keys and those becomes a row of the keys and every asked column."""
+    at: dict[str, int] = {}
+    distinct: list[SparkColumn] = []
+    for what, name, column in asked:
+        if what not in at:
+            at[what] = n_keys + len(distinct)
+            distinct.append(column.alias(name))
+    order = [*range(n_keys), *(at[what] for what, _, _ in asked)]
+    if len(order) == 1:  # itemgetter of one item gives the item, not a tuple
+        return distinct, lambda row: (row[0],)
+    return distinct, itemgetter(*order)
 
 
 def _source_only(text: str, s_alias: str, t_alias: str) -> bool:
