@@ -529,7 +529,7 @@ def write_delete_file(
         old = old_deletes(target)
     if target.write_vector and stamps is None:
         return _write_vector(target, positions, old)
-    new = sorted(set(positions))
+    new = np.unique(np.asarray(positions, np.int64))
     name = f"ducklake-{uuid.uuid4()}-delete.parquet"
     path = target.root + name
     if target.old_delete_file is None and stamps is None:
@@ -539,23 +539,12 @@ def write_delete_file(
         )
         begin, partial_max = None, None
     else:
-        merged: dict[int, int] = {}
-        if old is not None:
-            old_pos, old_snap = old
-            merged = dict(zip(old_pos.tolist(), old_snap.tolist(), strict=True))
-        for p in new:
-            merged.setdefault(p, stamps[p] if stamps is not None else stamp)
-        order = sorted(merged)
-        snaps = [merged[p] for p in order]
+        order, snaps = _merged_deletes(new, stamp, stamps, old)
         table = pa.table(
-            [
-                pa.array([target.data_file] * len(order)),
-                pa.array(order, pa.int64()),
-                pa.array(snaps, pa.int64()),
-            ],
+            [pa.array([target.data_file] * len(order)), pa.array(order), pa.array(snaps)],
             schema=pa.schema([*_DELETE_FIELDS, _SNAPSHOT_FIELD]),
         )
-        begin, partial_max = min(snaps), max(snaps)
+        begin, partial_max = int(snaps.min()), int(snaps.max())
     target.files.write_table(table, path, compression=compression)
     meta = target.files.read_metadata(path)
     return {
@@ -567,6 +556,24 @@ def write_delete_file(
         "partial_max": partial_max,
         "format": "parquet",
     }
+
+
+def _merged_deletes(
+    new: np.ndarray, stamp: int, stamps: dict[int, int] | None, old: OldDeletes | None
+) -> OldDeletes:
+    """(positions ascending, deleting snapshots) of a partial delete file: the old file's
+    deletes keep their snapshots, new positions take `stamp` (or their own `stamps`)."""
+    old_pos, old_snap = old if old is not None else (np.empty(0, np.int64),) * 2
+    fresh = new[~np.isin(new, old_pos)]
+    if stamps is not None:
+        fresh_snap = np.array([stamps[int(p)] for p in fresh], np.int64)
+    else:
+        fresh_snap = np.full(len(fresh), stamp, np.int64)
+    positions = np.concatenate([old_pos.astype(np.int64), fresh])
+    snapshots = np.concatenate([old_snap.astype(np.int64), fresh_snap])
+    # an old position listed twice keeps its last snapshot (as a dict of them would)
+    last = len(positions) - 1 - np.unique(positions[::-1], return_index=True)[1]
+    return positions[last], snapshots[last]
 
 
 def _write_vector(
