@@ -61,6 +61,7 @@ DRIVER_FEED_ROWS = 100_000
 # DuckLake types whose Parquet values pyarrow reads as the values Spark's scan returns
 _READ_AS_SPARK = ("int8", "int16", "int32", "int64", "float32", "float64", "varchar", "boolean")
 _FEED_NAMES = ("snapshot_id", "rowid", "change_type")
+_CHANGE_TYPES = pa.array(["insert", "delete", "update_preimage", "update_postimage"])
 _FEED_SCHEMA = T.StructType(
     [
         T.StructField("snapshot_id", T.LongType()),
@@ -345,31 +346,30 @@ def _paired(ins: pa.Table, dels: pa.Table, columns: list[Column], *, repeat: boo
     only inserted keeps that kind. Without `repeat`, each row once."""
     both = pa.concat_tables([ins, dels.cast(ins.schema)])
     inserted = np.concatenate([np.ones(ins.num_rows, bool), np.zeros(dels.num_rows, bool)])
-    keys = np.stack(
-        [both.column("snapshot_id").to_numpy(), both.column("rowid").to_numpy()], axis=1
-    )
-    paired = np.zeros(len(keys), bool)
-    copies = np.ones(len(keys), np.int64)
-    if len(keys):
-        _, where = np.unique(keys, axis=0, return_inverse=True)
-        where = where.reshape(-1)
+    snapshots, row_ids = both.column("snapshot_id").to_numpy(), both.column("rowid").to_numpy()
+    paired = np.zeros(len(inserted), bool)
+    copies = np.ones(len(inserted), np.int64)
+    if len(inserted):
+        # each row's (snapshot, row id) group: sorted by both, a group starts where one differs
+        order = np.lexsort((row_ids, snapshots))
+        s, r = snapshots[order], row_ids[order]
+        starts = np.concatenate([[True], (s[1:] != s[:-1]) | (r[1:] != r[:-1])])
+        where = np.empty(len(order), np.int64)
+        where[order] = np.cumsum(starts) - 1
         inserts = np.bincount(where, weights=inserted).astype(np.int64)[where]
         deletes = np.bincount(where, weights=~inserted).astype(np.int64)[where]
         paired = (inserts > 0) & (deletes > 0)
         copies = np.where(paired, np.where(inserted, deletes, inserts), 1)
-    change_type = np.where(
-        paired,
-        np.where(inserted, "update_postimage", "update_preimage"),
-        np.where(inserted, "insert", "delete"),
-    )
+    kind = np.where(paired, np.where(inserted, 3, 2), np.where(inserted, 0, 1)).astype(np.int8)
+    change_type = pa.DictionaryArray.from_arrays(kind, _CHANGE_TYPES).cast(pa.string())
     names = [c.name for c in columns]
     arrays = [
         both.column("snapshot_id"),
         both.column("rowid"),
-        pa.array(change_type.tolist(), pa.string()),
+        change_type,
         *(both.column(i) for i in range(len(names))),
     ]
     feed = pa.table(arrays, names=["snapshot_id", "rowid", "change_type", *names])
     if repeat and (copies > 1).any():
-        feed = feed.take(pa.array(np.repeat(np.arange(len(keys)), copies)))
+        feed = feed.take(pa.array(np.repeat(np.arange(len(inserted)), copies)))
     return feed
