@@ -1,11 +1,13 @@
-"""A partial delete file's rows: the live delete file's deletes keep their snapshots,
-new positions take the statement's (or their own), ascending, each position once."""
+"""A delete file's rows: the live delete file's deletes keep their snapshots, new
+positions take the statement's (or their own), ascending, each position once; the data
+file's path in every row."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from dbt.adapters.ducklake.spark.arrow import _merged_deletes
+from dbt.adapters.ducklake.spark.arrow import _merged_deletes, _repeated
 
 
 def _lists(merged: tuple[np.ndarray, np.ndarray]) -> tuple[list[int], list[int]]:
@@ -32,3 +34,11 @@ def test_without_a_live_delete_file_and_with_a_position_listed_twice() -> None:
     )
     old = (np.array([3, 3], np.int64), np.array([1, 2], np.int64))
     assert _lists(_merged_deletes(np.empty(0, np.int64), 4, None, old)) == ([3], [2])
+
+
+def test_the_data_file_path_repeated_per_row_is_the_path() -> None:
+    for path, n in (("s3://bucket/é/data.parquet", 5), ("/x", 1), ("/x", 0)):
+        column = _repeated(path, n)
+        column.validate(full=True)
+        assert column.type == pa.string()
+        assert column.to_pylist() == [path] * n
