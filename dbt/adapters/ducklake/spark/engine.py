@@ -299,7 +299,8 @@ def inlinable(table: StagedTable, rows: list[tuple[Any, ...]]) -> bool:
     for i, column in enumerate(columns):
         if not column.nullable and any(r[i] is None for r in rows):
             raise NotNullViolation(_not_null_message(table, column.name))
-    return not any(_nested_infinity(v) for r in rows for v in r)
+    nested = [i for i, c in enumerate(columns) if c.children]  # where a list or dict can be
+    return not any(_nested_infinity(r[i]) for r in rows for i in nested)
 
 
 def inline_rows(
