@@ -35,7 +35,6 @@ from sqlglot import exp
 
 from ..lake import Column, DataFile, Lake, StagedTable, Transaction
 from .arrow import WriteOptions
-from .collect import at_most
 from .dml import stage_victims_here
 from .driver_files import (
     COMPARABLE,
@@ -48,6 +47,7 @@ from .driver_files import (
 from .engine import inlinable, inlining_limit, sorted_on_insert, write_options
 from .few_changes import ROW_ID, new_rows_step
 from .gc_pause import collection_paused
+from .held_rows import held_rows
 from .local_rows import arrow_table
 from .prune import Predicate, may_match
 from .scan import ScanMetrics
@@ -111,7 +111,7 @@ def merge_on_driver(
     wanted = [F.col(f"{_q(s_alias)}.{_q(s)}").alias(f"__k{i}") for i, (_, s) in enumerate(keys)]
     distinct, spread = _distinct(len(wanted), asked)
     selected = source.alias(s_alias).select(*wanted, *distinct)
-    rows = at_most(selected, DRIVER_SOURCE_ROWS)
+    rows = held_rows(spark, selected, DRIVER_SOURCE_ROWS)
     if rows is None:
         return False
     rows = [spread(r) for r in rows]
