@@ -18,20 +18,15 @@ does, too many rows) returns False with nothing staged, and Spark runs the MERGE
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import sqlglot
-from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from sqlglot import exp
 
 from ..lake import Column, DataFile, Lake, StagedTable, Transaction
 from .arrow import WriteOptions
@@ -47,26 +42,12 @@ from .driver_files import (
 from .engine import inlinable, inlining_limit, sorted_on_insert, write_options
 from .few_changes import ROW_ID, new_rows_step
 from .gc_pause import collection_paused
-from .held_rows import held_rows
 from .local_rows import arrow_table
+from .merge_source import Clause, Layout, asked_of, fields_of, layout_of, source_rows
 from .prune import Predicate, may_match
 from .scan import ScanMetrics
 from .types import ROW_ID_FIELD_ID, keys_compare, spark_type
 from .write import write_here
-
-
-class Clause(Protocol):
-    """A WHEN clause as `merge.When` holds it."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def action(self) -> str: ...
-    @property
-    def condition(self) -> str | None: ...
-    @property
-    def values(self) -> Mapping[str, str] | None: ...
-
 
 __all__ = ["DRIVER_SOURCE_BYTES", "merge_on_driver"]
 
@@ -104,34 +85,22 @@ def merge_on_driver(
         return False  # delete files are sealed by the engine (sealed.py)
     columns = table.column_list()
     key_columns = _key_columns(keys, columns, source)
-    asked = _asked(clauses, columns, keys, aliases)
+    asked = asked_of(clauses, columns, keys, aliases)
     if key_columns is None or asked is None:
         return False
-    s_alias = aliases[1]
-    wanted = [F.col(f"{_q(s_alias)}.{_q(s)}").alias(f"__k{i}") for i, (_, s) in enumerate(keys)]
-    distinct, spread = _distinct(len(wanted), asked)
-    selected = source.alias(s_alias).select(*wanted, *distinct)
-    rows = held_rows(spark, selected, DRIVER_SOURCE_ROWS)
-    if rows is None:
+    asked_rows = source_rows(spark, source, keys, asked, aliases[1], DRIVER_SOURCE_ROWS)
+    if asked_rows is None:
         return False
-    rows = [spread(r) for r in rows]
-    collected = spread(selected.schema.fields)
-    fields = [
-        *collected[: len(keys)],
-        *(
-            T.StructField(name, f.dataType, f.nullable)
-            for f, (_, name, _) in zip(collected[len(keys) :], asked, strict=True)
-        ),
-    ]
+    rows, fields = asked_rows
     found = _target_rows(lake, tx, table, key_columns, [r[: len(keys)] for r in rows], scan)
     if found is None:
         return False
-    layout = _layout(clauses, len(keys), len(columns))
+    layout = layout_of(clauses, len(keys), len(columns))
     victims, updated, inserted = _decide(rows, len(keys), clauses, layout, found, on_repeat)
     limit = inlining_limit(lake, table)
     staged = [
         _new_rows(
-            spark, lake, tx, table, new, _fields(fields, clauses, action), action, options, limit
+            spark, lake, tx, table, new, fields_of(fields, clauses, action), action, options, limit
         )
         for new, action in ((updated, "update"), (inserted, "insert"))
     ]
@@ -203,10 +172,6 @@ def _small(source: DataFrame) -> bool:
 _HELD = ("LocalRelation", "OneRowRelation")
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _key_columns(
     keys: Sequence[tuple[str, str]], columns: Sequence[Column], source: DataFrame
 ) -> list[Column] | None:
@@ -223,100 +188,6 @@ def _key_columns(
             return None
         out.append(column)
     return out
-
-
-Asked = list[tuple[str, str, SparkColumn]]  # (what it computes, its name, the column)
-
-
-def _asked(
-    clauses: Sequence[Clause],
-    columns: Sequence[Column],
-    keys: Sequence[tuple[str, str]],
-    aliases: tuple[str, str],
-) -> Asked | None:
-    """Per clause: its condition (NULL as false) and, for UPDATE and INSERT, the value of
-    every target column, over the source alone; None when one reads the target. A key
-    an UPDATE leaves as it was equals its source key (ON says so), cast to its type."""
-    t_alias, s_alias = aliases
-    out: Asked = []
-    names = {c.name.lower() for c in columns}
-    source_key = {t.lower(): s for t, s in keys}
-    for i, clause in enumerate(clauses):
-        if clause.condition is not None:
-            if not _source_only(clause.condition, s_alias, t_alias):
-                return None
-            condition = F.coalesce(F.expr(clause.condition), F.lit(False))
-            out.append((f"if {clause.condition}", f"__c{i}", condition))
-        if clause.action == "delete":
-            continue
-        given = {k.lower(): v for k, v in (clause.values or {}).items()}
-        if set(given) - names:
-            return None  # Spark's path names the unknown column
-        for k, column in enumerate(columns):
-            name = column.name.lower()
-            if clause.values is None:
-                value, what = F.col(f"{_q(s_alias)}.{_q(column.name)}"), f"`{column.name}`"
-            elif name in given:
-                if not _source_only(given[name], s_alias, t_alias):
-                    return None
-                value, what = F.expr(given[name]), given[name]
-            elif clause.action == "update" and name in source_key:
-                source = source_key[name]
-                value, what = F.col(f"{_q(s_alias)}.{_q(source)}"), f"`{source}`"
-            elif clause.action == "update":
-                return None  # the row keeps a target value the driver did not read
-            else:
-                value, what = F.lit(None), "null"
-            kind = spark_type(column)
-            out.append((f"{what} as {kind.simpleString()}", f"__v{i}_{k}", value.cast(kind)))
-    return out
-
-
-def _distinct(
-    n_keys: int, asked: Asked
-) -> tuple[list[SparkColumn], Callable[[Sequence[Any]], tuple[Any, ...]]]:
-    """The asked columns computing what no earlier one does (an UPDATE and an INSERT of
-    the same source row ask for its values twice: collected once), and how a row of the
-    keys and those becomes a row of the keys and every asked column."""
-    at: dict[str, int] = {}
-    distinct: list[SparkColumn] = []
-    for what, name, column in asked:
-        if what not in at:
-            at[what] = n_keys + len(distinct)
-            distinct.append(column.alias(name))
-    order = [*range(n_keys), *(at[what] for what, _, _ in asked)]
-    if len(order) == 1:  # itemgetter of one item gives the item, not a tuple
-        return distinct, lambda row: (row[0],)
-    return distinct, itemgetter(*order)
-
-
-def _source_only(text: str, s_alias: str, t_alias: str) -> bool:
-    """Whether a Spark SQL expression reads only columns qualified by the source's
-    alias (and no subquery)."""
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return False
-    if tree is None or any(True for _ in tree.find_all(exp.Select, exp.Subquery)):
-        return False
-    for column in tree.find_all(exp.Column):
-        parts = [p.name.lower() for p in column.parts]
-        if len(parts) != 2 or parts[0] != s_alias.lower() or parts[0] == t_alias.lower():
-            return False
-    return True
-
-
-def _fields(
-    fields: Sequence[T.StructField], clauses: Sequence[Clause], action: str
-) -> list[T.StructField]:
-    """The new rows' fields: the first `action` clause's values (every clause gives
-    every column, cast to its type), then an updated row's row id."""
-    for i, clause in enumerate(clauses):
-        if clause.action == action:
-            values = [f for f in fields if f.name.startswith(f"__v{i}_")]
-            moved = [T.StructField(ROW_ID, T.LongType(), False)] if action == "update" else []
-            return values + moved
-    return []
 
 
 class _Found:
@@ -484,7 +355,6 @@ def _typed_as(values: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
     return values
 
 
-Layout = list[tuple[int | None, tuple[int, int]]]
 Rows = list[tuple[Any, ...]]
 
 
@@ -530,22 +400,6 @@ def _decide(
             start, end = layout[clause][1]
             inserted.append(tuple(row[start:end]))
     return victims, updated, inserted
-
-
-def _layout(clauses: Sequence[Clause], n_keys: int, width: int) -> Layout:
-    """Per clause: where its condition is in a collected row (None: none) and its
-    `width` values (start, end), as `_asked` lays them out after the keys."""
-    out: Layout = []
-    at = n_keys
-    for clause in clauses:
-        condition = None
-        if clause.condition is not None:
-            condition, at = at, at + 1
-        span = (at, at)
-        if clause.action != "delete":
-            span, at = (at, at + width), at + width
-        out.append((condition, span))
-    return out
 
 
 def _first(
