@@ -22,9 +22,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .collect import at_most
+from .compat import builds_from_arrow
 from .encrypted import has_engine_classes
+from .types import binary_text
 
-__all__ = ["held_rows"]
+__all__ = ["held_here", "held_rows"]
 
 _PLAIN = (
     T.LongType,
@@ -40,7 +42,8 @@ _NOT_HERE, _TOO_MANY = -1, -2  # HeldRows.write's answers besides a row count
 
 def held_rows(spark: SparkSession, df: DataFrame, limit: int) -> list[tuple[Any, ...]] | None:
     """`at_most(df, limit)`: `df`'s rows as Python values, None when more than `limit`."""
-    if not (_plain(df.schema) and has_engine_classes(spark) and _local(df)):
+    plain = builds_from_arrow(spark) and _plain(df.schema)  # the classes need Spark 4
+    if not (plain and has_engine_classes(spark) and held_here(df)):
         return at_most(df, limit)
     jvm = spark._jvm
     assert jvm is not None
@@ -65,15 +68,15 @@ def held_rows(spark: SparkSession, df: DataFrame, limit: int) -> list[tuple[Any,
 def _plain(schema: T.StructType) -> bool:
     for f in schema.fields:
         kind = f.dataType
-        if isinstance(kind, T.StringType):
-            if getattr(kind, "collation", "UTF8_BINARY") != "UTF8_BINARY":
-                return False
-        elif not isinstance(kind, _PLAIN):
+        if not (binary_text(kind) or isinstance(kind, _PLAIN)):
             return False
     return bool(schema.fields)
 
 
-def _local(df: DataFrame) -> bool:
-    """Whether Spark holds the rows once the plan is optimized (collecting runs no job)."""
+def held_here(df: DataFrame, at_most_bytes: int | None = None) -> bool:
+    """Whether Spark holds `df`'s rows on the driver once its plan is optimized (a
+    `LocalRelation`: collecting it runs no job), of at most `at_most_bytes`."""
     plan = df._jdf.queryExecution().optimizedPlan()
-    return bool(plan.getClass().getSimpleName() == "LocalRelation")
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        return False
+    return at_most_bytes is None or int(str(plan.stats().sizeInBytes())) <= at_most_bytes

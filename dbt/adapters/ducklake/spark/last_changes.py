@@ -28,6 +28,8 @@ from .compat import builds_from_arrow
 from .driver_merge import DRIVER_SOURCE_BYTES
 from .encrypted import has_engine_classes
 from .gc_pause import collection_paused
+from .held_rows import held_here
+from .types import binary_text
 from .write import collect_arrow
 
 __all__ = ["ADDS", "RANK", "REMOVED", "rank_here"]
@@ -56,7 +58,9 @@ def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str
     fields = [names.get(k.lower()) for k in keys]
     if not fields or any(f is None or not _keyable(f.dataType) for f in fields):
         return False
-    if "snapshot_id" not in names or "change_type" not in names or not _held(feed):
+    if "snapshot_id" not in names or "change_type" not in names:
+        return False
+    if not held_here(feed, DRIVER_SOURCE_BYTES):
         return False
     ranked_in_jvm = _ranked_in_jvm(spark, feed, [f.name.lower() for f in fields if f])
     if ranked_in_jvm is not None:
@@ -83,7 +87,7 @@ def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str
 def _keyable(kind: T.DataType) -> bool:
     """Whether a key of this type is grouped here as Spark's window partitions it."""
     if isinstance(kind, T.StringType):  # a collation (UTF8_LCASE, ...) groups otherwise
-        return getattr(kind, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+        return binary_text(kind)
     return isinstance(kind, _KEY_TYPES)
 
 
@@ -114,15 +118,6 @@ def _ranked_in_jvm(spark: SparkSession, feed: DataFrame, keys: list[str]) -> Dat
     except (Py4JError, TypeError):  # an older jar: no such class (pyarrow ranks them)
         return None
     return DataFrame(ranked, spark)
-
-
-def _held(feed: DataFrame) -> bool:
-    """Whether Spark holds the feed's rows on the driver once its plan is optimized
-    (a `LocalRelation`: collecting it runs no job) and they are few."""
-    plan = feed._jdf.queryExecution().optimizedPlan()
-    if plan.getClass().getSimpleName() != "LocalRelation":
-        return False
-    return int(str(plan.stats().sizeInBytes())) <= DRIVER_SOURCE_BYTES
 
 
 def _last_per_key(data: pa.Table, keys: list[str], rowid: T.StructField | None) -> pa.Table:

@@ -263,6 +263,13 @@ def python_rows(rows: Sequence[Row], schema: T.StructType) -> list[tuple[Any, ..
     return [tuple(python_value(v, t) for v, t in zip(r, types, strict=True)) for r in rows]
 
 
+def binary_text(kind: T.DataType) -> bool:
+    """Whether `kind` is text compared by its bytes (no collation such as UTF8_LCASE)."""
+    return isinstance(kind, T.StringType) and (
+        getattr(kind, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+    )
+
+
 def keys_compare(target: T.DataType, source: T.DataType) -> bool:
     """Whether a source key compares and orders with a target key as the target's values
     do among themselves: integers with integers, else the same type (no casts between
