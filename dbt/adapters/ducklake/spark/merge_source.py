@@ -4,6 +4,8 @@ each sits in a row brought to the driver."""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
@@ -148,9 +150,20 @@ def _distinct(
     return distinct, itemgetter(*order)
 
 
+# `[NOT] alias.column`: how dbt's MERGE macros spell most values and conditions
+_QUALIFIED = re.compile(
+    r"\s*(?:not\s+)?(`[^`]+`|[a-z_]\w*)\s*\.\s*(?:`[^`]+`|[a-z_]\w*)\s*", re.IGNORECASE
+)
+
+
+@functools.lru_cache(maxsize=1024)
 def _source_only(text: str, s_alias: str, t_alias: str) -> bool:
     """Whether a Spark SQL expression reads only columns qualified by the source's
-    alias (and no subquery)."""
+    alias (and no subquery). A qualified column, maybe negated, is told without a parse
+    (~0.7 ms each, a dozen per MERGE)."""
+    if (simple := _QUALIFIED.fullmatch(text)) is not None:
+        alias = simple.group(1).strip("`").lower()
+        return alias == s_alias.lower() and alias != t_alias.lower()
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.SqlglotError:
