@@ -95,12 +95,14 @@ def _ranked_in_jvm(spark: SparkSession, feed: DataFrame, keys: list[str]) -> Dat
     """The ranked rows as `ducklake.jvm.LastChanges` leaves them in the JVM, or None
     without the adapter's classes (or an ordering column not a BIGINT there, or the
     change type not text)."""
-    at = {f.name.lower(): i for i, f in enumerate(feed.schema.fields)}
-    kinds = {f.name.lower(): f.dataType for f in feed.schema.fields}
+    fields = feed.schema.fields
+    at = {f.name.lower(): i for i, f in enumerate(fields)}
     order = ["snapshot_id"] + (["rowid"] if "rowid" in at else [])
-    if any(not isinstance(kinds[n], T.LongType) for n in order):
+    if any(not isinstance(fields[at[n]].dataType, T.LongType) for n in order):
         return None
-    if not isinstance(kinds["change_type"], T.StringType) or not has_engine_classes(spark):
+    if not isinstance(fields[at["change_type"]].dataType, T.StringType):
+        return None
+    if not has_engine_classes(spark):
         return None
     jvm = spark._jvm
     assert jvm is not None

@@ -303,8 +303,8 @@ class LakeSQL:
             return _Done(None)
         if self._spark_temp_view(tree):
             # temporary views live in the Spark session, never in the lake
-            if isinstance(tree, exp.Drop):
-                for t in tree.args.get("tables") or [tree.this]:
+            if (dropped := _dropped_views(tree)) is not None:
+                for t in dropped:
                     self.spark.catalog.dropTempView(t.name)
             else:
                 self.spark.sql(self.rewriter.rewrite(text, tree))  # parsed from `text`
@@ -363,9 +363,8 @@ class LakeSQL:
         catalog when nothing is cached (so no cached plan can read the view): the
         Catalog API's uncache pass and a lookup before it cost ~5 ms a view, three views
         a model build. False, with nothing dropped, for anything else."""
-        kind = str(tree.args.get("kind") or "").upper()
-        tables = tree.args.get("tables") or [tree.this]
-        if not isinstance(tree, exp.Drop) or kind != "VIEW" or len(tables) != 1 or tables[0].db:
+        tables = _dropped_views(tree)
+        if tables is None or len(tables) != 1 or tables[0].db:
             return False
         session = getattr(self.spark, "_jsparkSession", None)  # classic PySpark only
         try:
@@ -379,8 +378,7 @@ class LakeSQL:
         kind = str(tree.args.get("kind") or "").upper()
         if isinstance(tree, exp.Create) and kind == "VIEW":
             return tree.find(exp.TemporaryProperty) is not None
-        if isinstance(tree, exp.Drop) and kind == "VIEW":
-            tables = tree.args.get("tables") or [tree.this]
+        if (tables := _dropped_views(tree)) is not None:
             return all(not t.db and self.rewriter.is_spark_view(t.name) for t in tables)
         return False
 
@@ -591,3 +589,10 @@ def _statement_words(text: str) -> str:
     """`SHOW`, `GRANT`: the statement's kind as the user spelled it."""
     words = re.findall(r"[A-Za-z_]+", text)[:1]
     return " ".join(words).upper() or "this statement"
+
+
+def _dropped_views(tree: exp.Expression) -> list[exp.Table] | None:
+    """The views a `DROP VIEW` names; None for any other statement."""
+    if not isinstance(tree, exp.Drop) or str(tree.args.get("kind") or "").upper() != "VIEW":
+        return None
+    return list(tree.args.get("tables") or [tree.this])
