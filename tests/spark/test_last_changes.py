@@ -161,6 +161,14 @@ def test_one_key_without_rowid_and_no_rows(spark: SparkSession, ranker: list[boo
         ("select snapshot_id, change_type, v as k from lc_raw", ["k"]),
         # a key the feed does not have
         ("select snapshot_id, change_type, k from lc_raw", ["nope"]),
+        # text keys of a collation ('A' = 'a'): grouped as Spark's window groups them
+        ("select snapshot_id, change_type, name collate UTF8_LCASE as k from lc_raw", ["k"]),
+        # change types of a collation, a snapshot id not a BIGINT: left to Spark
+        (
+            "select snapshot_id, change_type collate UTF8_LCASE as change_type, k from lc_raw",
+            ["k"],
+        ),
+        ("select cast(snapshot_id as int) as snapshot_id, change_type, k from lc_raw", ["k"]),
     ],
 )
 def test_left_to_the_sql(spark: SparkSession, feed_sql: str, keys: list[str]) -> None:

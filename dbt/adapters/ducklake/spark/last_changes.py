@@ -6,12 +6,12 @@ rows are on the driver already (a window `driver_changes` read, which Spark fold
 model's projections and filters into: a `LocalRelation`), that window function is a Spark
 job of a shuffle and a sort for a few thousand rows, ~0.2-0.3 s of a build that is
 otherwise decided on the driver (driver_merge). Here the same ranking runs where the rows
-are, in the driver's JVM (the adapter's `ducklake.jvm.LastChanges`), or, without the
-adapter's classes, with pyarrow after collecting them (~80 ms more for 20,000 rows: they
-cross py4j out and back); the result is again a `LocalRelation`, so the MERGE reads its
-source without a job. Anything else (rows Spark computes, keys of other types, Spark 3.5
-or Connect) returns False and the macro's SQL ranks them.
-"""
+are, in the driver's JVM (the adapter's `ducklake.jvm.LastChanges`, one py4j call that
+also finds the feed, checks it and registers the result), or, without the adapter's
+classes, with pyarrow after collecting them (~80 ms more for 20,000 rows: they cross py4j
+out and back); the result is again a `LocalRelation`, so the MERGE reads its source
+without a job. Anything else (rows Spark computes, keys of other types, Spark 3.5 or
+Connect) returns False and the macro's SQL ranks them."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from py4j.protocol import Py4JError
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from .compat import builds_from_arrow
@@ -53,6 +53,11 @@ def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str
     are not on the driver or a key is of a type compared otherwise here."""
     if not builds_from_arrow(spark):
         return False
+    ranked_in_jvm = _ranked_in_jvm(spark, feed_view, view, keys)
+    if ranked_in_jvm is not None:
+        if ranked_in_jvm:
+            log.debug("%s: last change per key ranked in the driver's JVM", view)
+        return ranked_in_jvm
     feed = spark.table("`" + feed_view.replace("`", "``") + "`")
     names = {f.name.lower(): f for f in feed.schema.fields}
     fields = [names.get(k.lower()) for k in keys]
@@ -62,11 +67,6 @@ def rank_here(spark: SparkSession, feed_view: str, view: str, keys: Sequence[str
         return False
     if not held_here(feed, DRIVER_SOURCE_BYTES):
         return False
-    ranked_in_jvm = _ranked_in_jvm(spark, feed, [f.name.lower() for f in fields if f])
-    if ranked_in_jvm is not None:
-        ranked_in_jvm.createOrReplaceTempView(view)
-        log.debug("%s: last change per key ranked in the driver's JVM", view)
-        return True
     data = collect_arrow(feed)
     if data is None:
         return False
@@ -91,35 +91,30 @@ def _keyable(kind: T.DataType) -> bool:
     return isinstance(kind, _KEY_TYPES)
 
 
-def _ranked_in_jvm(spark: SparkSession, feed: DataFrame, keys: list[str]) -> DataFrame | None:
-    """The ranked rows as `ducklake.jvm.LastChanges` leaves them in the JVM, or None
-    without the adapter's classes (or an ordering column not a BIGINT there, or the
-    change type not text)."""
-    fields = feed.schema.fields
-    at = {f.name.lower(): i for i, f in enumerate(fields)}
-    order = ["snapshot_id"] + (["rowid"] if "rowid" in at else [])
-    if any(not isinstance(fields[at[n]].dataType, T.LongType) for n in order):
-        return None
-    if not isinstance(fields[at["change_type"]].dataType, T.StringType):
-        return None
-    if not has_engine_classes(spark):
+def _ranked_in_jvm(
+    spark: SparkSession, feed_view: str, view: str, keys: Sequence[str]
+) -> bool | None:
+    """Whether `ducklake.jvm.LastChanges` ranked the feed into `view` (it checks the
+    same as the pyarrow ranking, and that `snapshot_id` and `rowid` are BIGINTs and
+    `change_type` text); None without the adapter's classes. One py4j call: the feed's
+    lookup, its plan, the checks and the view's registration stay in the JVM."""
+    if not has_engine_classes(spark) or any("\0" in k for k in keys):
         return None
     jvm = spark._jvm
     assert jvm is not None
     try:
-        ranked = jvm.ducklake.jvm.LastChanges.lastPerKey(
+        done = jvm.ducklake.jvm.LastChanges.rankHeld(
             spark._jsparkSession,
-            feed._jdf,
-            ",".join(str(at[k]) for k in keys),
-            at["snapshot_id"],
-            at["change_type"],
-            at.get("rowid", -1),
+            feed_view,
+            view,
+            "\0".join(keys),
+            DRIVER_SOURCE_BYTES,
             REMOVED,
             RANK,
         )
-    except (Py4JError, TypeError):  # an older jar: no such class (pyarrow ranks them)
+    except (Py4JError, TypeError):  # an older jar: no such method (pyarrow ranks them)
         return None
-    return DataFrame(ranked, spark)
+    return bool(done)
 
 
 def _last_per_key(data: pa.Table, keys: list[str], rowid: T.StructField | None) -> pa.Table:

@@ -22,12 +22,16 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.util.ArrowUtils;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A small result the driver's JVM holds (its optimized plan a {@code LocalRelation}, which the
@@ -49,7 +53,8 @@ public final class HeldRows {
   private HeldRows() {}
 
   /** Rows written to {@code path}, or {@link #NOT_HERE} / {@link #TOO_MANY}. */
-  public static long write(Dataset<Row> result, String path, long limit) throws IOException {
+  public static long write(org.apache.spark.sql.Dataset<Row> result, String path, long limit)
+      throws IOException {
     StructField[] fields = result.schema().fields();
     List<Field> arrow = new ArrayList<>(fields.length);
     for (StructField f : fields) {
@@ -59,7 +64,14 @@ public final class HeldRows {
       }
       arrow.add(new Field(f.name(), FieldType.nullable(type), null));
     }
-    List<Row> rows = result.collectAsList();
+    // the optimized plan's own rows (the caller checked it is a LocalRelation): collected
+    // through the Dataset, each would be planned, executed and converted to a Row first
+    LogicalPlan plan = ((Dataset<Row>) result).queryExecution().optimizedPlan();
+    if (!(plan instanceof LocalRelation local)) {
+      return NOT_HERE;
+    }
+    // a copy: the relation's rows may be a linked list, read here by position
+    List<InternalRow> rows = new ArrayList<>(CollectionConverters.asJava(local.data()));
     if (rows.size() > limit) {
       return TOO_MANY;
     }
@@ -102,9 +114,9 @@ public final class HeldRows {
     return null;
   }
 
-  private static void fill(FieldVector vector, List<Row> rows, int c) {
+  private static void fill(FieldVector vector, List<InternalRow> rows, int c) {
     for (int i = 0; i < rows.size(); i++) {
-      Row row = rows.get(i);
+      InternalRow row = rows.get(i);
       if (row.isNullAt(c)) {
         vector.setNull(i);
       } else if (vector instanceof BigIntVector v) {
@@ -122,7 +134,8 @@ public final class HeldRows {
       } else if (vector instanceof Float4Vector v) {
         v.setSafe(i, row.getFloat(c));
       } else if (vector instanceof VarCharVector v) {
-        v.setSafe(i, row.getString(c).getBytes(StandardCharsets.UTF_8));
+        // as Java text: Spark's own text class is not among the classes built against
+        v.setSafe(i, row.get(c, DataTypes.StringType).toString().getBytes(StandardCharsets.UTF_8));
       }
     }
     vector.setValueCount(rows.size());
