@@ -70,6 +70,14 @@ NO_FEED_COLUMNS = """
 select id, status from {{ ducklake_changes_since_last_build(ref('orders')) }}
 """
 
+# on_schema_change compares the model's data columns (not the feed's) with the table
+WIDENING = """
+{{ config(materialized='incremental', incremental_strategy='apply_changes', unique_key='id',
+          on_schema_change=var('on_change', 'append_new_columns')) }}
+select snapshot_id, change_type, id, amount{% if var('wide', false) %}, status{% endif %}
+from {{ ducklake_changes_since_last_build(ref('orders')) }}
+"""
+
 SOURCES = """
 sources:
   - name: shop
@@ -286,6 +294,25 @@ class TestChangeFeedUnderAtomicPublish:
         run_dbt(["run", "--vars", both])
         equal()
         assert _consumed(lake, schema, "open_orders") == lake.latest_snapshot().snapshot_id
+
+
+class TestChangeFeedSchemaChanges:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": ORDERS, "widening.sql": WIDENING}
+
+    def test_columns_compared_without_the_feed_columns(self, project) -> None:
+        schema = project.test_schema
+        run_dbt(["run"])
+        project.run_sql(f"update {schema}.orders set amount = 11 where id = 1")
+        run_dbt(["run", "-s", "widening", "--vars", "{wide: true}"])
+        stored = project.run_sql(f"select id, amount, status from {schema}.widening", fetch="all")
+        # the appended column is filled for the rows the window changed
+        assert sorted(map(tuple, stored)) == [(1, 11, "new"), (2, 20, None), (3, 30, None)]
+        _, out = run_dbt_and_capture(
+            ["run", "-s", "widening", "--vars", "{on_change: fail}"], expect_pass=False
+        )
+        assert "out of sync" in out
 
 
 def _consumed(lake: Lake, schema: str, model: str) -> int:

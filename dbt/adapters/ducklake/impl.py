@@ -243,15 +243,11 @@ class DucklakeAdapter(MetadataFreshness, ChangeFeedWindows, SQLAdapter):
         return ""
 
     @available
-    def check_unique_key(self, node: Any, keys: list[str], sides: dict[str, Any]) -> str:
-        """Each unique_key is a column of the new rows and of the target, checked before
-        the MERGE would fail on it (naming the engine's internal columns)."""
-        check_key_columns(
-            node_field(node, "unique_id") or "?",
-            "unique_key",
-            keys,
-            {side: [c.name for c in columns] for side, columns in sides.items()},
-        )
+    def check_unique_key(self, node: Any, keys: list[str], sides: dict[str, list[str]]) -> str:
+        """Each unique_key is a column of the new rows and of the target (`sides`: their
+        column names), checked before the MERGE would fail on it (naming the engine's
+        internal columns)."""
+        check_key_columns(node_field(node, "unique_id") or "?", "unique_key", keys, sides)
         return ""
 
     # -- layout (partition_by / sorted_by) ----------------------------------------------

@@ -33,12 +33,13 @@
   where change_type in ('insert', 'update_postimage')
 {%- endmacro %}
 
-{#- Three views: `<temp>__feed`, the model's query (planned once: reading a feed is
-    its costliest planning, and its columns are then the view's); `<temp>__changes`,
-    the last change per key with a removal flag (what the MERGE reads); and `<temp>`,
-    its data columns (what on_schema_change and the key checks compare with the
-    table). -#}
-{% macro ducklake__stage_apply_changes(model_sql, temp_relation) -%}
+{#- Two views, three when on_schema_change compares columns: `<temp>__feed`, the model's
+    query (planned once: reading a feed is its costliest planning, and its columns are
+    then the view's); `<temp>__changes`, the last change per key with a removal flag
+    (what the MERGE reads); and `<temp>`, its data columns (what on_schema_change
+    compares with the table; a Spark statement of ~10 ms, left out when it compares
+    nothing). Returns the data columns' names (what the key check compares). -#}
+{% macro ducklake__stage_apply_changes(model_sql, temp_relation, on_schema_change) -%}
   {%- set feed = temp_relation.incorporate(path={'identifier': temp_relation.identifier ~ '__feed'}) -%}
   {% call statement('stage_feed') -%}
     create or replace temporary view {{ feed.identifier }} as {{ model_sql }}
@@ -63,11 +64,14 @@
     where ducklake_change_rank = 1
   {%- endcall %}
   {%- endif -%}
+  {%- if on_schema_change != 'ignore' -%}
   {% call statement('stage_new_rows') -%}
     create or replace temporary view {{ temp_relation.identifier }} as
     select {% for c in columns %}{{ adapter.quote(c) }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ temp_relation.identifier }}__changes
   {%- endcall %}
+  {%- endif -%}
+  {{ return(columns) }}
 {%- endmacro %}
 
 {% macro ducklake__get_incremental_apply_changes_sql(arg_dict) -%}

@@ -25,11 +25,12 @@
   {%- else -%}
     {%- set temp_relation = make_temp_relation(this) -%}
     {%- if strategy == 'apply_changes' -%}
-      {{ ducklake__stage_apply_changes(model_sql, temp_relation) }}
+      {%- set new_names = ducklake__stage_apply_changes(model_sql, temp_relation, on_schema_change) -%}
     {%- else -%}
       {% call statement('stage_new_rows') -%}
         {{ create_table_as(True, temp_relation, model_sql) }}
       {%- endcall %}
+      {%- set new_names = adapter.get_columns_in_relation(temp_relation) | map(attribute='name') | list -%}
     {%- endif -%}
     {%- set layout_alters = adapter.layout_alters(existing_relation, model) -%}
     {%- if layout_alters -%}
@@ -48,7 +49,7 @@
       {%- set dest_columns = adapter.get_columns_in_relation(existing_relation) -%}
     {%- endif -%}
     {%- do adapter.check_unique_key(model, ducklake__unique_keys(config.get('unique_key')),
-          {'the new rows': adapter.get_columns_in_relation(temp_relation), existing_relation ~ '': dest_columns}) -%}
+          {'the new rows': new_names, existing_relation ~ '': dest_columns | map(attribute='name') | list}) -%}
     {%- set strategy_macro = adapter.get_incremental_strategy_macro(context, strategy) -%}
     {%- set build_sql = strategy_macro({
           'target_relation': target_relation,
