@@ -8,10 +8,10 @@ each one snapshot, or all together as one snapshot between BEGIN and COMMIT
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -54,6 +54,7 @@ from .statements import (
     split_statements,
     without_leading_comments,
 )
+from .temp_views import create_temp_view, drop_temp_view_here, dropped_views
 from .view_types import Columns, has_typed_operations
 from .views import read_columns
 
@@ -299,15 +300,16 @@ class LakeSQL:
 
     def _definition(self, tree: exp.Expression, text: str) -> _Done | None:
         """DDL: temporary views stay in Spark, the rest changes the lake's catalog."""
-        if self._dropped_temp_view(tree):
+        if drop_temp_view_here(self.spark, tree):
             return _Done(None)
         if self._spark_temp_view(tree):
             # temporary views live in the Spark session, never in the lake
-            if (dropped := _dropped_views(tree)) is not None:
+            rewritten = functools.cache(lambda: self.rewriter.rewrite(text, tree))
+            if (dropped := dropped_views(tree)) is not None:
                 for t in dropped:
                     self.spark.catalog.dropTempView(t.name)
-            else:
-                self.spark.sql(self.rewriter.rewrite(text, tree))  # parsed from `text`
+            elif not create_temp_view(self.spark, text, tree, rewritten):
+                self.spark.sql(rewritten())
             return _Done(None)
         if not isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             return None
@@ -358,27 +360,11 @@ class LakeSQL:
             return {}  # its DuckDB text needs no Spark types
         return read_columns(self.spark, self.lake, query, self.default_schema)
 
-    def _dropped_temp_view(self, tree: exp.Expression) -> bool:
-        """`DROP VIEW [IF EXISTS] name` of a temporary view, dropped by the session
-        catalog when nothing is cached (so no cached plan can read the view): the
-        Catalog API's uncache pass and a lookup before it cost ~5 ms a view, three views
-        a model build. False, with nothing dropped, for anything else."""
-        tables = _dropped_views(tree)
-        if tables is None or len(tables) != 1 or tables[0].db:
-            return False
-        session = getattr(self.spark, "_jsparkSession", None)  # classic PySpark only
-        try:
-            if session is None or not session.sharedState().cacheManager().isEmpty():
-                return False
-            return bool(session.sessionState().catalog().dropTempView(tables[0].name))
-        except Py4JError:  # another Spark's internals: the Catalog API drops it
-            return False
-
     def _spark_temp_view(self, tree: exp.Expression) -> bool:
         kind = str(tree.args.get("kind") or "").upper()
         if isinstance(tree, exp.Create) and kind == "VIEW":
             return tree.find(exp.TemporaryProperty) is not None
-        if (tables := _dropped_views(tree)) is not None:
+        if (tables := dropped_views(tree)) is not None:
             return all(not t.db and self.rewriter.is_spark_view(t.name) for t in tables)
         return False
 
@@ -589,10 +575,3 @@ def _statement_words(text: str) -> str:
     """`SHOW`, `GRANT`: the statement's kind as the user spelled it."""
     words = re.findall(r"[A-Za-z_]+", text)[:1]
     return " ".join(words).upper() or "this statement"
-
-
-def _dropped_views(tree: exp.Expression) -> list[exp.Table] | None:
-    """The views a `DROP VIEW` names; None for any other statement."""
-    if not isinstance(tree, exp.Drop) or str(tree.args.get("kind") or "").upper() != "VIEW":
-        return None
-    return list(tree.args.get("tables") or [tree.this])

@@ -253,8 +253,11 @@ class QueryRewriter:
         relations = {(t.schema_name, t.name) for t in cat.tables()}
         relations |= {(v.schema_name, v.name) for v in cat.views()}
         refs = []
+        created = _temp_view_created(tree)
         for table in tree.find_all(exp.Table):
             name_id = table.this
+            if table is created:  # the view's name, not a read of the lake's relation
+                continue
             if not isinstance(name_id, exp.Identifier) or "start" not in name_id.meta:
                 continue
             db, catalog = table.args.get("db"), table.args.get("catalog")
@@ -283,6 +286,14 @@ class QueryRewriter:
             return bool(self.spark.catalog.tableExists(name))
         except Exception:  # Connect sessions without a catalog answer: assume not
             return False
+
+
+def _temp_view_created(tree: exp.Expression) -> exp.Table | None:
+    """The name a CREATE TEMPORARY VIEW gives its view."""
+    if not isinstance(tree, exp.Create) or tree.find(exp.TemporaryProperty) is None:
+        return None
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    return target if isinstance(target, exp.Table) else None
 
 
 def _text_type_casts(text: str) -> list[tuple[int, int, str]]:
