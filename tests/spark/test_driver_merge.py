@@ -132,6 +132,52 @@ def test_a_small_merge_leaves_what_duckdb_leaves(
     )
 
 
+def test_a_source_held_as_it_is_is_read_without_a_query(spark, tmp_path, monkeypatch) -> None:
+    """apply_changes' form: a source the driver holds as it is (a view of a relation),
+    plain values and `[NOT] s.flag` conditions: its columns are read from the relation
+    (merge_source._read_here), and the MERGE leaves what Spark's path leaves."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    from dbt.adapters.ducklake.spark import merge_source
+
+    sql, on_a, on_b = _twins(tmp_path, "ours", spark)
+    b_sql = LakeSQL(spark, Lake.open(f"sqlite:///{tmp_path}/b.sqlite", data_path=_data(tmp_path)))
+    schema = T.StructType(
+        [
+            T.StructField("k", T.IntegerType()),
+            T.StructField("v", T.StringType()),
+            T.StructField("n", T.IntegerType()),
+            T.StructField("gone", T.BooleanType()),
+        ]
+    )
+    rows = [(3, "a", 1, True), (4, "b", 2, False), (120, "c", None, None), (9999, "d", 4, False)]
+    rows += [(9998, "e", 5, True), (None, "f", 6, False), (5000, None, 7, False)]
+    table = pa.table(list(zip(*rows, strict=True)), names=schema.fieldNames())
+    spark.createDataFrame(table, schema).createOrReplaceTempView("held_src")  # a relation
+    merge = (
+        "MERGE INTO t USING held_src AS s ON t.k = s.k WHEN MATCHED AND s.gone THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET v = s.v, n = s.n "
+        "WHEN NOT MATCHED AND NOT s.gone THEN INSERT (k, v, n) VALUES (s.k, s.v, s.n)"
+    )
+    answers: list[object] = []
+    real = merge_source._read_here
+
+    def spied(*args: object) -> object:
+        answers.append(real(*args))  # type: ignore[arg-type]
+        return answers[-1]
+
+    monkeypatch.setattr(merge_source, "_read_here", spied)
+    sql.execute(merge)
+    assert len(answers) == 1 and isinstance(answers[0], tuple)
+    monkeypatch.setattr(driver_merge, "DRIVER_SOURCE_BYTES", -1)  # Spark's path on the twin
+    b_sql.execute(merge)
+    state = "SELECT k, v, n FROM lake.t"
+    ours, theirs = on_a.execute(state).fetchall(), on_b.execute(state).fetchall()
+    assert canon_rows(ours) == canon_rows(theirs)
+    assert (4, "b", 2) in ours and (9999, "d", 4) in ours and (3, "v3", 3) not in ours
+
+
 @pytest.mark.parametrize("on_driver", [True, False])
 def test_a_target_row_two_source_rows_take_fails_and_commits_nothing(
     spark, tmp_path, monkeypatch, on_driver: bool

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 from py4j.protocol import Py4JError
@@ -26,7 +27,7 @@ from .compat import builds_from_arrow
 from .encrypted import has_engine_classes
 from .types import binary_text
 
-__all__ = ["held_here", "held_rows"]
+__all__ = ["held_columns", "held_here", "held_rows"]
 
 _PLAIN = (
     T.LongType,
@@ -37,25 +38,49 @@ _PLAIN = (
     T.DoubleType,
     T.FloatType,
 )
+# rows; None: more than the limit; False: not held (collected otherwise)
+Held = list[tuple[Any, ...]] | Literal[False] | None
 _NOT_HERE, _TOO_MANY = -1, -2  # HeldRows.write's answers besides a row count
 
 
 def held_rows(spark: SparkSession, df: DataFrame, limit: int) -> list[tuple[Any, ...]] | None:
     """`at_most(df, limit)`: `df`'s rows as Python values, None when more than `limit`."""
-    plain = builds_from_arrow(spark) and _plain(df.schema)  # the classes need Spark 4
+    plain = builds_from_arrow(spark) and _plain(df.schema.fields)  # the classes need Spark 4
     if not (plain and has_engine_classes(spark) and held_here(df)):
         return at_most(df, limit)
-    jvm = spark._jvm
-    assert jvm is not None
+    rows = _through_file(
+        spark, lambda jvm, path: jvm.ducklake.jvm.HeldRows.write(df._jdf, path, limit)
+    )
+    return at_most(df, limit) if rows is False else rows
+
+
+def held_columns(spark: SparkSession, df: DataFrame, columns: Sequence[int], limit: int) -> Held:
+    """The values of `df`'s columns at positions `columns`, when its analyzed plan reads
+    a relation the driver holds as it is (no query of them is optimized: the adapter's
+    `HeldRows.writeColumns`); None when more than `limit` rows; False when not so."""
+    fields = df.schema.fields
+    if not (builds_from_arrow(spark) and has_engine_classes(spark)):
+        return False
+    if not columns or not _plain([fields[c] for c in columns]):
+        return False
+    at = ",".join(str(c) for c in columns)
+    return _through_file(
+        spark, lambda jvm, path: jvm.ducklake.jvm.HeldRows.writeColumns(df._jdf, at, path, limit)
+    )
+
+
+def _through_file(spark: SparkSession, write: Callable[[Any, str], Any]) -> Held:
+    """The rows `write(jvm, path)` leaves in an Arrow file; None when it found too many,
+    False when it wrote none (or the adapter's jar lacks the method)."""
     handle, path = tempfile.mkstemp(prefix="ducklake-held-", suffix=".arrow")
     os.close(handle)
     try:
         try:
-            written = int(jvm.ducklake.jvm.HeldRows.write(df._jdf, path, limit))
+            written = int(write(spark._jvm, path))
         except (Py4JError, TypeError):  # an older jar: no such class
             written = _NOT_HERE
         if written == _NOT_HERE:
-            return at_most(df, limit)
+            return False
         if written == _TOO_MANY:
             return None
         with pa.memory_map(path) as source:
@@ -65,12 +90,12 @@ def held_rows(spark: SparkSession, df: DataFrame, limit: int) -> list[tuple[Any,
         os.unlink(path)
 
 
-def _plain(schema: T.StructType) -> bool:
-    for f in schema.fields:
+def _plain(fields: Sequence[T.StructField]) -> bool:
+    for f in fields:
         kind = f.dataType
         if not (binary_text(kind) or isinstance(kind, _PLAIN)):
             return False
-    return bool(schema.fields)
+    return bool(fields)
 
 
 def held_here(df: DataFrame, at_most_bytes: int | None = None) -> bool:
