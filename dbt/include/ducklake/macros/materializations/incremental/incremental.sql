@@ -74,9 +74,12 @@
   {%- endif %}
 
   {%- if not full_refresh -%}
+    {#- apply_changes stages this view only for on_schema_change (apply_changes.sql) -#}
+    {%- if strategy != 'apply_changes' or on_schema_change != 'ignore' -%}
     {% call statement('drop_staged_rows') -%}
       drop view if exists {{ temp_relation }}
     {%- endcall %}
+    {%- endif -%}
     {%- if strategy == 'apply_changes' -%}
       {% call statement('drop_staged_changes') -%}
         drop view if exists {{ temp_relation.identifier }}__changes
