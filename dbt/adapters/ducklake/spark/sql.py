@@ -8,7 +8,6 @@ each one snapshot, or all together as one snapshot between BEGIN and COMMIT
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -54,7 +53,7 @@ from .statements import (
     split_statements,
     without_leading_comments,
 )
-from .temp_views import create_temp_view, drop_temp_view_here, dropped_views
+from .temp_views import drop_temp_view_here, dropped_views
 from .view_types import Columns, has_typed_operations
 from .views import read_columns
 
@@ -304,12 +303,11 @@ class LakeSQL:
             return _Done(None)
         if self._spark_temp_view(tree):
             # temporary views live in the Spark session, never in the lake
-            rewritten = functools.cache(lambda: self.rewriter.rewrite(text, tree))
             if (dropped := dropped_views(tree)) is not None:
                 for t in dropped:
                     self.spark.catalog.dropTempView(t.name)
-            elif not create_temp_view(self.spark, text, tree, rewritten):
-                self.spark.sql(rewritten())
+            else:
+                self.spark.sql(self.rewriter.rewrite(text, tree))  # parsed from `text`
             return _Done(None)
         if not isinstance(tree, exp.Create | exp.Drop | exp.Alter | exp.Comment):
             return None
